@@ -1,0 +1,75 @@
+"""invoke tasks: thin wrappers over perfpages' core (`inv --list` shows them)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from invoke import Collection, Context, Exit, task
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from perfpages import console  # noqa: E402
+
+RESULTS = ROOT / "results"
+MKDOCS_YML = ROOT / "mkdocs.yml"
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise Exit(code=code)
+
+
+@task
+def list_(c: Context) -> None:
+    """List every archived run: id, date, suite, scope, status, labels."""
+    _exit(console.run_command(lambda out: console.list_runs(RESULTS, out)))
+
+
+@task(help={"run": "run id or unique part of it (default: the newest run)",
+            "compare": "two labels BASE,OTHER to compare (default: every label vs the first)",
+            "format": "term, md or json",
+            "min_rounds": "rounds each side needs before a change may be called clear"})
+def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
+           min_rounds: int | None = None) -> None:
+    """Print a run's tables (median and range per cell) and its changes with verdicts."""
+    _exit(console.run_command(
+        lambda out: console.print_report(RESULTS, run, compare, format, min_rounds, out)))
+
+
+@task(help={"run": "run id (default: every archived run)"})
+def verify(c: Context, run: str | None = None) -> None:
+    """Check runs against the schema and their checksums; exit 1 on any problem."""
+    _exit(console.run_command(lambda out: console.verify_runs(RESULTS, run, out)))
+
+
+@task(help={"run": "run id or unique part of it"})
+def cite(c: Context, run: str) -> None:
+    """Print a Markdown block citing a complete run, for a pull request."""
+    _exit(console.run_command(lambda out: console.print_cite(RESULTS, run, MKDOCS_YML)))
+
+
+@task
+def build(c: Context) -> None:
+    """Build the site strictly into site/ (fails on any warning)."""
+    c.run("mkdocs build --strict", pty=False)
+
+
+@task(help={"port": "port to serve on"})
+def serve(c: Context, port: int = 8000) -> None:
+    """Serve the site with live reload on http://127.0.0.1:PORT/."""
+    c.run(f"mkdocs serve --livereload --dev-addr 127.0.0.1:{port}", pty=False)
+
+
+bench = Collection("bench")
+bench.add_task(list_, name="list")
+bench.add_task(report)
+bench.add_task(verify)
+bench.add_task(cite)
+
+docs = Collection("docs")
+docs.add_task(build)
+docs.add_task(serve)
+
+ns = Collection(bench, docs)
