@@ -14,6 +14,11 @@ from perfpages import console  # noqa: E402
 
 RESULTS = ROOT / "results"
 MKDOCS_YML = ROOT / "mkdocs.yml"
+RESULTS_HELP = "directory of archived runs (default: results/ of this checkout)"
+
+
+def _results(results: str | None) -> Path:
+    return Path(results) if results else RESULTS
 
 
 def _exit(code: int) -> None:
@@ -21,33 +26,35 @@ def _exit(code: int) -> None:
         raise Exit(code=code)
 
 
-@task
-def list_(c: Context) -> None:
+@task(help={"results": RESULTS_HELP})
+def list_(c: Context, results: str | None = None) -> None:
     """List every archived run: id, date, suite, scope, status, labels."""
-    _exit(console.run_command(lambda out: console.list_runs(RESULTS, out)))
+    _exit(console.run_command(lambda out: console.list_runs(_results(results), out)))
 
 
 @task(help={"run": "run id or unique part of it (default: the newest run)",
             "compare": "two labels BASE,OTHER to compare (default: every label vs the first)",
             "format": "term, md or json",
-            "min_rounds": "rounds each side needs before a change may be called clear"})
+            "min_rounds": "rounds each side needs before a change may be called clear",
+            "results": RESULTS_HELP})
 def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
-           min_rounds: int | None = None) -> None:
+           min_rounds: str | None = None, results: str | None = None) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
-    _exit(console.run_command(
-        lambda out: console.print_report(RESULTS, run, compare, format, min_rounds, out)))
+    _exit(console.run_command(lambda out: console.print_report(
+        _results(results), run, compare, format, min_rounds, out)))
 
 
-@task(help={"run": "run id (default: every archived run)"})
-def verify(c: Context, run: str | None = None) -> None:
+@task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
+def verify(c: Context, run: str | None = None, results: str | None = None) -> None:
     """Check runs against the schema and their checksums; exit 1 on any problem."""
-    _exit(console.run_command(lambda out: console.verify_runs(RESULTS, run, out)))
+    _exit(console.run_command(lambda out: console.verify_runs(_results(results), run, out)))
 
 
-@task(help={"run": "run id or unique part of it"})
-def cite(c: Context, run: str) -> None:
+@task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP})
+def cite(c: Context, run: str, results: str | None = None) -> None:
     """Print a Markdown block citing a complete run, for a pull request."""
-    _exit(console.run_command(lambda out: console.print_cite(RESULTS, run, MKDOCS_YML)))
+    _exit(console.run_command(
+        lambda out: console.print_cite(_results(results), run, MKDOCS_YML)))
 
 
 @task

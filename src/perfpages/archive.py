@@ -168,7 +168,7 @@ def verify(run_dir: Path) -> list[ArchiveError]:
     except ArchiveError as exc:
         return [exc]
     _, problems, _ = _scan(run_dir, manifest)
-    return _checksum_problems(run_dir, manifest) + problems
+    return problems + _checksum_problems(run_dir, manifest)
 
 
 def open_run(run_dir: Path | str) -> Run:
@@ -176,7 +176,8 @@ def open_run(run_dir: Path | str) -> Run:
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     windows, problems, notes = _scan(run_dir, manifest)
-    problems = _checksum_problems(run_dir, manifest) + problems
+    # Line problems first: they say more than the checksum mismatch they also cause.
+    problems += _checksum_problems(run_dir, manifest)
     if problems:
         raise problems[0]
     return Run(path=run_dir, manifest=manifest, windows=windows, notes=notes)
@@ -198,9 +199,9 @@ def resolve(results_dir: Path | str, ref: str | None) -> Path:
             raise ArchiveError("no archived runs", where=results_dir,
                                fix="archive one with `invoke bench.run --suite NAME`")
         return runs[-1]
-    candidate = Path(ref)
-    if (candidate / RUN_FILE).exists() or candidate.is_dir():
-        return candidate
+    for candidate in (Path(results_dir) / ref, Path(ref)):
+        if candidate.is_dir():
+            return candidate
     exact = [p for p in runs if p.name == ref]
     if exact:
         return exact[0]

@@ -34,7 +34,10 @@ def list_runs(results_dir: Path, console: Console) -> int:
     if not runs:
         console.print(f"no archived runs in {results_dir}")
         return 0
-    table = RichTable("id", "date", "suite", "scope", "status", "labels", box=None)
+    table = RichTable(box=None)
+    for name in ("id", "date", "suite", "scope", "status"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("labels")
     bad = 0
     for path in runs:
         try:
@@ -49,7 +52,16 @@ def list_runs(results_dir: Path, console: Console) -> int:
 
 
 def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: str,
-                 min_rounds: int | None, console: Console) -> int:
+                 min_rounds: int | str | None, console: Console) -> int:
+    rounds = None
+    if min_rounds is not None:
+        try:
+            rounds = int(min_rounds)
+            if rounds < 1:
+                raise ValueError
+        except ValueError:
+            raise PerfpagesError(f"not a round count: {min_rounds!r}", key="--min-rounds",
+                                 fix="give a whole number of at least 1") from None
     if fmt not in ("term", "md", "json"):
         raise PerfpagesError(f"unknown format {fmt!r}", key="--format",
                              fix="use term, md or json")
@@ -61,7 +73,7 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
                                  fix="write it as BASE,OTHER, e.g. --compare 0.42.0,0.43.0")
         pair = (parts[0], parts[1])
     run = open_run(resolve(results_dir, ref))
-    data = report.build(run, pair, min_rounds)
+    data = report.build(run, pair, rounds)
     if fmt == "json":
         sys.stdout.write(report.to_json(data))
     elif fmt == "md":

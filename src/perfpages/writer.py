@@ -35,6 +35,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # mkstemp makes 0600; archives are meant to be shared
             json.dump(data, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
             fh.flush()
@@ -75,6 +76,7 @@ class ArchiveWriter:
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         # Build in a hidden sibling and rename, so a crash here leaves no half-made run behind.
         staging = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{manifest.id}."))
+        staging.chmod(0o755)
         (staging / "samples").mkdir()
         (staging / "diagnostics").mkdir()
         (staging / RESULTS_FILE).touch()

@@ -1,0 +1,101 @@
+"""The method's arithmetic: medians and ranges, verdicts, false-positive rates, comparability."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfpages import load
+from perfpages.analysis import (
+    Cell,
+    Change,
+    cell,
+    change,
+    check_comparable,
+    false_positive_rate,
+    format_percent,
+    format_range,
+)
+from perfpages.archive import open_run
+from perfpages.errors import AnalysisError, ComparabilityError
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results" / "2026-11-01-synthetic-demo"
+
+
+def test_false_positive_rate_matches_the_method() -> None:
+    assert false_positive_rate(5) == pytest.approx(2 / 252)
+    assert f"{false_positive_rate(5):.1%}" == "0.8%"
+    assert false_positive_rate(3) == pytest.approx(0.10)
+    assert false_positive_rate(4) == pytest.approx(2 / 70)
+    assert false_positive_rate(3, 4) == pytest.approx(2 / 35)
+
+
+def test_cell_is_median_with_range() -> None:
+    c = Cell((3.0, 1.0, 2.0, 10.0))
+    assert (c.median, c.min, c.max, c.n) == (2.5, 1.0, 10.0, 4)
+    with pytest.raises(AnalysisError):
+        Cell(())
+
+
+@pytest.mark.parametrize(("metric", "base", "other", "verdict", "clear"), [
+    ("throughput", (100, 101, 102, 103, 104), (108, 109, 110, 111, 112), "clear gain", True),
+    ("throughput", (108, 109, 110, 111, 112), (100, 101, 102, 103, 104), "clear loss", True),
+    ("throughput", (100, 101, 102, 103, 109), (108, 109, 110, 111, 112), "ranges overlap", False),
+    ("p99", (10, 11, 12, 13, 14), (5, 6, 7, 8, 9), "clear gain", True),  # lower latency is better
+    ("p99", (5, 6, 7, 8, 9), (10, 11, 12, 13, 14), "clear loss", True),
+    ("throughput", (100, 101, 102), (108, 109, 110), "too few rounds (3 < 5)", False),
+    ("requests", (1, 2, 3, 4, 5), (8, 9, 10, 11, 12), "ranges apart", False),  # no direction
+])
+def test_change_verdicts(metric: str, base: tuple[float, ...], other: tuple[float, ...],
+                         verdict: str, clear: bool) -> None:
+    c = Change(metric, Cell(base), Cell(other), min_rounds=5)
+    assert c.verdict == verdict
+    assert c.clear is clear
+
+
+def test_change_is_ratio_of_medians() -> None:
+    c = Change("throughput", Cell((100, 90, 110)), Cell((108, 100, 120)), min_rounds=3)
+    assert c.ratio == pytest.approx(1.08)
+    assert format_percent(c.percent) == "+8.0 %"
+
+
+def test_range_across_cells() -> None:
+    def ch(pct: float) -> Change:
+        return Change("throughput", Cell((100,)), Cell((100 + pct,)), 1)
+
+    assert format_range([ch(6.2), ch(9.8), ch(8)]) == "+6–10 %"
+    assert format_range([ch(-6.2), ch(-9.8)]) == "−6–10 %"
+    assert format_range([ch(-3), ch(5)]) == "−3.0 % to +5.0 %"
+    assert format_range([ch(12)]) == "+12 %"
+    with pytest.raises(AnalysisError):
+        format_range([])
+
+
+def test_cells_from_the_archive() -> None:
+    frame = load(FIXTURE)
+    c = cell(frame, block="callers", label="v1.1", metric="throughput",
+             params={"call": "lookup"})
+    assert c.n == 5
+    assert c.min <= c.median <= c.max
+    ch = change(frame, block="callers", base="v1.0", other="v1.1 + cache", metric="throughput",
+                params={"call": "page"})
+    assert ch.verdict == "clear gain" and 1.15 < ch.ratio < 1.35
+    with pytest.raises(AnalysisError, match="several parameter sets match"):
+        cell(frame, block="callers", label="v1.1", metric="throughput")
+    with pytest.raises(AnalysisError, match="no data for block 'callers', label 'v9'"):
+        cell(frame, block="callers", label="v9", metric="throughput", params={"call": "page"})
+
+
+def test_comparability_names_what_differs() -> None:
+    a = open_run(FIXTURE).manifest
+    b = replace(a, id="2026-11-02-synthetic-b", machine={**a.machine, "cores": 20},
+                format_version=2)
+    assert check_comparable([a, replace(a, id="2026-11-03-x")]) == []
+    with pytest.raises(ComparabilityError) as exc:
+        check_comparable([a, b])
+    message = str(exc.value)
+    assert "machine.cores 2 ≠ 20" in message and "format_version 1 ≠ 2" in message
+    assert "\n" not in message
+    assert len(check_comparable([a, b], allow=True)) == 2

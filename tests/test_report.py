@@ -1,0 +1,83 @@
+"""`bench report` and `bench cite` against golden text from the committed synthetic fixture."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from perfpages import console
+from perfpages.archive import open_run
+from perfpages.cite import cite
+from perfpages.report import build, to_markdown
+
+RESULTS = Path(__file__).parent / "fixtures" / "results"
+GOLDEN = Path(__file__).parent / "golden"
+RUN = "2026-11-01-synthetic-demo"
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("PERFPAGES_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"differs from {path}; PERFPAGES_UPDATE_GOLDEN=1 rewrites it"
+
+
+def test_markdown_report_matches_golden() -> None:
+    golden("report-demo.md", to_markdown(build(open_run(RESULTS / RUN))))
+
+
+def test_terminal_report_matches_golden() -> None:
+    out = io.StringIO()
+    term = Console(file=out, width=150, color_system=None, force_terminal=False)
+    data = build(open_run(RESULTS / RUN), ("v1.0", "v1.1"))
+    console.print_terminal(data, term)
+    golden("report-demo-compare.txt", out.getvalue())
+
+
+def test_cite_matches_golden() -> None:
+    golden("cite-demo.md", cite(open_run(RESULTS / RUN), "https://perf.example.org/"))
+
+
+def test_json_report_is_the_data(capsys: pytest.CaptureFixture[str]) -> None:
+    code = console.print_report(RESULTS, RUN, "v1.0,v1.1", "json", None, Console())
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["run"] == RUN and [t["title"] for t in data["tables"]] == ["32 callers",
+                                                                          "One caller"]
+    verdicts = {row[-1] for row in data["changes"]["rows"]}
+    assert verdicts <= {"clear gain", "clear loss", "ranges overlap"}
+    assert all(row[3] == "v1.1 vs v1.0" for row in data["changes"]["rows"])
+
+
+def test_min_rounds_withholds_verdicts() -> None:
+    data = build(open_run(RESULTS / RUN), min_rounds=6)
+    assert {row[-1] for row in data["changes"]["rows"]} == {"too few rounds (5 < 6)"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("nope", None, "md", None), "no run 'nope'"),
+    ((RUN, "v1.0", "md", None), "--compare: --compare takes two labels"),
+    ((RUN, "v1.0,v7", "md", None), "no label 'v7' in run"),
+    ((RUN, None, "html", None), "--format: unknown format 'html' — use term, md or json"),
+    ((RUN, None, "md", "0"), "--min-rounds: not a round count: '0'"),
+])
+def test_report_usage_errors_are_one_line(args: tuple, message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    ref, compare, fmt, rounds = args
+    code = console.run_command(
+        lambda out: console.print_report(RESULTS, ref, compare, fmt, rounds, out))
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.splitlines()) == 1 and message in err
+
+
+def test_list_shows_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    code = console.list_runs(RESULTS, Console(file=sys.stdout, width=200))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert RUN in out and "complete" in out and "v1.1 + cache" in out
