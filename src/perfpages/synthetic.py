@@ -37,14 +37,15 @@ class Spec:
     windows: int = 3  # 1 s windows per round and cell
     rate: float = 800.0  # requests a second for factor 1.0 (scaled by callers)
     noise: float = 0.03
+    distinct: int = 200  # distinct latency values recorded per window (with counts)
     seed: int = 7
     floors: bool = True
 
 
-def _latency(rng: random.Random, requests: int, median_ms: float) -> Latency:
-    """A lognormal-ish distribution recorded as up to 200 distinct values with counts."""
+def _latency(rng: random.Random, requests: int, median_ms: float, distinct: int) -> Latency:
+    """A lognormal distribution recorded as up to `distinct` values with counts."""
     lat = Latency()
-    buckets = min(requests, 200)
+    buckets = min(requests, distinct)
     if not buckets:
         return lat
     per, extra = divmod(requests, buckets)
@@ -107,7 +108,7 @@ def generate(results_dir: Path, spec: Spec | None = None) -> Run:
                                 block=block, label=label, round=rnd, window=index,
                                 params=dict(params), start=clock.isoformat() + "Z",
                                 duration_s=1.0, requests=requests, codes={"200": requests},
-                                latency=_latency(rng, requests, median_ms)))
+                                latency=_latency(rng, requests, median_ms, spec.distinct)))
                             clock += timedelta(seconds=1)
             if spec.floors:
                 clock = _floor(writer, rng, block, "after", clock)

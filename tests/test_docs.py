@@ -1,0 +1,49 @@
+"""The documentation matches the code: every task, every archive key, the test command."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from perfpages.schema import schema_path
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "guide"
+
+
+def tasks() -> list[str]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tasks", ROOT / "tasks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return sorted(module.ns.task_names)
+
+
+@pytest.mark.parametrize("name", tasks())
+def test_every_task_is_documented(name: str) -> None:
+    heading = f"invoke {name}"
+    assert heading in (GUIDE / "commands.md").read_text() or any(
+        heading in p.read_text() for p in GUIDE.glob("*.md")), f"{name} missing from docs/guide"
+    assert f"`invoke {name}" in (ROOT / "README.md").read_text(), f"{name} missing from README"
+
+
+@pytest.mark.parametrize("schema", ["run", "window"])
+def test_every_archive_key_is_documented(schema: str) -> None:
+    text = (GUIDE / "archive.md").read_text()
+    keys = json.loads(schema_path(schema).read_text())["properties"]
+    missing = [k for k in keys if f"`{k}`" not in text]
+    assert not missing, f"docs/guide/archive.md does not describe {missing}"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"Run the tests.*?```bash\n(.+?)\n```", readme, re.S)
+    assert command, "README.md has no test command"
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert ci_lines[-1] == command.group(1)
