@@ -33,15 +33,18 @@ def list_(c: Context, results: str | None = None) -> None:
 
 
 @task(help={"run": "run id or unique part of it (default: the newest run)",
-            "compare": "two labels BASE,OTHER to compare (default: every label vs the first)",
+            "compare": "BASE,OTHER labels to compare (default: every label vs the first); "
+                       "RUN:LABEL picks a label of another run",
+            "allow_mixed": "compare runs from different machines or harness versions anyway",
             "format": "term, md or json",
             "min_rounds": "rounds each side needs before a change may be called clear",
             "results": RESULTS_HELP})
 def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
-           min_rounds: str | None = None, results: str | None = None) -> None:
+           min_rounds: str | None = None, results: str | None = None,
+           allow_mixed: bool = False) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
     _exit(console.run_command(lambda out: console.print_report(
-        _results(results), run, compare, format, min_rounds, out)))
+        _results(results), run, compare, format, min_rounds, out, allow_mixed)))
 
 
 @task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})

@@ -81,3 +81,24 @@ def test_list_shows_every_run(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert code == 0
     assert RUN in out and "complete" in out and "v1.1 + cache" in out
+
+
+def test_compare_across_runs_checks_comparability(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    import perfpages.synthetic as synthetic
+
+    shutil.copytree(RESULTS / RUN, tmp_path / RUN)
+    monkeypatch.setattr(synthetic, "MACHINE", {**synthetic.MACHINE, "cores": 20})
+    synthetic.generate(tmp_path, synthetic.Spec(run_id="2026-11-02-synthetic-bigbox", seed=9))
+    compare = "demo:v1.1,bigbox:v1.1"
+    code = console.run_command(
+        lambda out: console.print_report(tmp_path, None, compare, "json", None, out))
+    err = capsys.readouterr().err
+    assert code == 1 and "runs are not comparable" in err and "machine.cores 2 ≠ 20" in err
+    code = console.print_report(tmp_path, None, compare, "json", None, Console(), True)
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["labels"] == [f"{RUN}:v1.1", "2026-11-02-synthetic-bigbox:v1.1"]
+    assert data["changes"]["rows"] and any("machine.cores" in n for n in data["notes"])

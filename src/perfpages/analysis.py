@@ -192,5 +192,5 @@ def check_comparable(manifests: Iterable[Manifest], allow: bool = False) -> list
     if found and not allow:
         raise ComparabilityError(
             "runs are not comparable: " + "; ".join(found),
-            fix="compare runs from one machine and harness, or allow it explicitly")
+            fix="compare runs from one machine and harness, or allow it (--allow-mixed)")
     return found

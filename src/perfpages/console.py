@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from perfpages import report
-from perfpages.archive import find_runs, open_run, read_manifest, resolve, verify
+from perfpages.archive import Run, find_runs, open_run, read_manifest, resolve, verify
 from perfpages.cite import cite
 from perfpages.errors import ArchiveError, PerfpagesError
 
@@ -51,8 +51,21 @@ def list_runs(results_dir: Path, console: Console) -> int:
     return 1 if bad else 0
 
 
+def _run_side(results_dir: Path, side: str) -> tuple[Run, str] | None:
+    """`RUN:LABEL` names a label of another run; a plain label (or no such run) returns None."""
+    if ":" not in side:
+        return None
+    ref, label = side.rsplit(":", 1)
+    try:
+        path = resolve(results_dir, ref)
+    except ArchiveError:
+        return None
+    return open_run(path), label
+
+
 def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: str,
-                 min_rounds: int | str | None, console: Console) -> int:
+                 min_rounds: int | str | None, console: Console,
+                 allow_mixed: bool = False) -> int:
     rounds = None
     if min_rounds is not None:
         try:
@@ -72,8 +85,15 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
             raise PerfpagesError(f"--compare takes two labels, got {compare!r}", key="--compare",
                                  fix="write it as BASE,OTHER, e.g. --compare 0.42.0,0.43.0")
         pair = (parts[0], parts[1])
-    run = open_run(resolve(results_dir, ref))
-    data = report.build(run, pair, rounds)
+    sides = [_run_side(results_dir, side) for side in pair] if pair else []
+    if any(side is not None for side in sides):
+        main = open_run(resolve(results_dir, ref))
+        chosen = [side or (main, label) for side, label in zip(sides, pair or (), strict=True)]
+        run = chosen[0][0]
+        data = report.build(run, None, rounds, cross=report.cross_run(chosen, allow_mixed))
+    else:
+        run = open_run(resolve(results_dir, ref))
+        data = report.build(run, pair, rounds)
     if fmt == "json":
         sys.stdout.write(report.to_json(data))
     elif fmt == "md":

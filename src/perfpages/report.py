@@ -8,7 +8,14 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import Cell, Change, false_positive_rate, format_percent, format_range
+from perfpages.analysis import (
+    Cell,
+    Change,
+    check_comparable,
+    false_positive_rate,
+    format_percent,
+    format_range,
+)
 from perfpages.archive import Run
 from perfpages.errors import AnalysisError
 from perfpages.frame import load
@@ -130,20 +137,44 @@ def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def build(run: Run, compare: tuple[str, str] | None = None,
-          min_rounds: int | None = None) -> dict[str, Any]:
-    """Everything `bench report` prints, as plain data (the json format is exactly this)."""
+def cross_run(sides: list[tuple[Run, str]], allow_mixed: bool = False) -> tuple[pd.DataFrame,
+                                                                              list[str], list[str]]:
+    """One frame holding one label of each run, named RUN:LABEL, after the comparability check."""
+    runs = list({run.id: run for run, _ in sides}.values())
+    differences = check_comparable([r.manifest for r in runs], allow=allow_mixed)
+    parts, names = [], []
+    for run, label in sides:
+        if label not in run.manifest.labels:
+            raise AnalysisError(f"no label {label!r} in run {run.id}",
+                                fix=f"choose among: {', '.join(run.manifest.labels)}")
+        frame = load(run)
+        frame = frame[frame["label"] == label].assign(label=f"{run.id}:{label}")
+        parts.append(frame)
+        names.append(f"{run.id}:{label}")
+    return pd.concat(parts, ignore_index=True), names, differences
+
+
+def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | None = None,
+          cross: tuple[pd.DataFrame, list[str], list[str]] | None = None) -> dict[str, Any]:
+    """Everything `bench report` prints, as plain data (the json format is exactly this).
+
+    `cross` (from cross_run) replaces the run's own labels with labels of several runs."""
     m = run.manifest
-    frame = load(run)
-    labels = list(m.labels)
-    if compare:
-        for label in compare:
-            if label not in m.labels:
-                raise AnalysisError(f"no label {label!r} in run {m.id}",
-                                    fix=f"choose among: {', '.join(labels)}")
-        pairs = [compare]
-    else:
+    differences: list[str] = []
+    if cross:
+        frame, labels, differences = cross
         pairs = [(labels[0], other) for other in labels[1:]]
+    else:
+        frame = load(run)
+        labels = list(m.labels)
+        if compare:
+            for label in compare:
+                if label not in m.labels:
+                    raise AnalysisError(f"no label {label!r} in run {m.id}",
+                                        fix=f"choose among: {', '.join(labels)}")
+            pairs = [compare]
+        else:
+            pairs = [(labels[0], other) for other in labels[1:]]
     min_rounds = min_rounds or m.method.min_rounds
     if frame.empty or frame[frame["kind"] == "measure"].empty:
         raise AnalysisError(f"run {m.id} has no measurement windows", fix="archive a new run")
@@ -171,7 +202,7 @@ def build(run: Run, compare: tuple[str, str] | None = None,
         "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
                                 "change", "verdict"], "rows": change_rows, "summary": summary},
         "drift": drift(run, frame),
-        "notes": list(run.notes),
+        "notes": list(run.notes) + [f"mixed runs allowed: {d}" for d in differences],
     }
 
 
