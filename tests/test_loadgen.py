@@ -217,6 +217,9 @@ def test_cold_path_samples_and_windows_archive(server: Server, tmp_path: Path) -
     (lambda: Load([Request("http://h/")], duration_s=1, rate=5, share=0.5, capacity=9),
      "load.rate"),
     (lambda: Load([Request("http://h/")], duration_s=1, callers=1, processes=2), "load.callers"),
+    (lambda: Load([Request("http://h/")], duration_s=1, callers=0), "load.callers"),
+    (lambda: Load([Request("http://h/")], duration_s=1, rate=10, arrivals="bursty"),
+     "load.arrivals"),
 ])
 def test_bad_configuration_is_one_line(make, key: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(PerfpagesError) as info:

@@ -124,6 +124,9 @@ class Load:
                        "the timeout")
         if self.processes < 1:
             raise _bad("load.processes", "processes must be at least 1", "use 1 or more")
+        if not isinstance(self.callers, int) or self.callers < 1:
+            raise _bad("load.callers", f"callers must be a whole number >= 1 (got "
+                       f"{self.callers!r})", "use 1 for one caller")
         if self.callers < self.processes:
             raise _bad("load.callers", f"{self.callers} callers cannot be shared by "
                        f"{self.processes} processes", "give at least one caller per process")
@@ -283,6 +286,8 @@ def run(load: Load, *, start_timeout_s: float = 60.0) -> LoadResult:
         budget = load.warmup_s + load.duration_s + load.timeout_s + start_timeout_s
         parts = [_expect(pipe, "result", budget) for pipe in pipes]
     finally:
+        for pipe in pipes:  # a process still waiting for its start sees EOF and ends
+            pipe.close()
         for proc in procs:
             proc.join(timeout=5)
             if proc.is_alive():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import random
 import time
 from collections import deque
@@ -36,8 +37,11 @@ def main(pipe: Any, load: Load, shard: int) -> None:
             part = runner.run(Shard(load, shard, pipe).run())
         part["loop"] = loop_name
         pipe.send(("result", part))
+    except (EOFError, BrokenPipeError):
+        pass  # the parent gave up on this run (another process failed): nothing to report
     except Exception as exc:  # report, never hang the parent
-        pipe.send(("error", f"{type(exc).__name__}: {exc}"))
+        with contextlib.suppress(OSError):
+            pipe.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         pipe.close()
 
