@@ -16,6 +16,7 @@ from aiohttp import web
 
 from perfpages.archive import open_run
 from perfpages.errors import PerfpagesError
+from perfpages.histogram import Latency
 from perfpages.loadgen import SAMPLES_HEADER, Load, Request, run
 from perfpages.machine import harness
 from perfpages.manifest import Label, Manifest, Method, Pin
@@ -147,6 +148,10 @@ def test_open_loop_latency_runs_from_the_intended_start(server: Server) -> None:
     latency = [float(r[1]) for r in rows if r[3] == "200"]
     quarter = len(latency) // 4
     assert statistics.median(latency[-quarter:]) > statistics.median(latency[:quarter])
+    diagnostics = json.loads(result.diagnostics_json())
+    assert diagnostics["mode"] == "open" and diagnostics["offered_rate"] == 40
+    service = Latency.merged(Latency.decode(w["service"]) for w in diagnostics["windows"])
+    assert service.count == total.service.count == total.responses
     metrics = result.to_windows("load", "v1", 1, {"rate": 40})[0].metrics
     assert {"offered_rate", "achieved_rate", "drops", "service_p99_ms",
             "dispatch_lag_p99_ms"} <= set(metrics)
@@ -182,8 +187,9 @@ def test_cold_path_samples_and_windows_archive(server: Server, tmp_path: Path) -
     cold = result.cold_path()
     lines = result.samples_csv().splitlines()
     assert lines[0] + "\n" == SAMPLES_HEADER and len(lines) - 1 == cold["requests"]
-    slowest = max(lines[1:], key=lambda line: float(line.split(",")[1]))
-    assert float(slowest.split(",")[0]) == pytest.approx(cold["slowest_at_s"], abs=1e-4)
+    rows = [[float(v) for v in line.split(",")[:2]] for line in lines[1:]]
+    assert max(ms for _, ms in rows) == pytest.approx(cold["slowest_ms"], abs=1e-3)
+    assert any(abs(at - cold["slowest_at_s"]) < 1e-5 for at, _ in rows)  # type: ignore[operator]
     manifest = Manifest(id="2026-11-30-loadgen", suite="loadgen", title="loadgen test",
                         scope="test", status="running", started="2026-11-30T10:00:00Z",
                         command="pytest", harness=harness(), machine=MACHINE,

@@ -213,6 +213,21 @@ class LoadResult:
         out["slowest_at_s"] = total.slowest_at_s
         return out
 
+    def diagnostics_json(self) -> str:
+        """The generator's own record for `diagnostics/`: which loop ran, each process's CPU, and
+        per window the encoded service-time, dispatch-lag and loop-lag histograms (lossless, so
+        a suite can merge them across rounds with `Latency.decode`)."""
+        load = self.load
+        data = {
+            "loop": self.loop, "processes": load.processes, "callers": load.callers,
+            "mode": "open" if load.open_loop else "closed", "offered_rate": load.offered_rate,
+            "duration_s": load.duration_s, "cpu_s": [round(c, 4) for c in self.cpu_s],
+            "windows": [{"window": t.index, "service": t.service.encode(), "lag": t.lag.encode(),
+                         "loop_lag": t.loop_lag.encode(), "cpu_s": round(t.cpu_s, 4)}
+                        for t in ([self.warmup] if self.warmup else []) + self.windows],
+        }
+        return json.dumps(data, indent=1) + "\n"
+
     def to_windows(self, block: str, label: str, round: int, params: dict[str, Scalar],
                    first_window: int = 0) -> list[Window]:
         """Archive windows: the warm-up (kind 'warmup') if any, then one per measured window."""
