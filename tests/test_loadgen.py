@@ -58,6 +58,9 @@ class Server:
                 await asyncio.sleep(0.05)
             return web.Response(text="slow")
 
+        async def moved(_: web.Request) -> web.Response:
+            raise web.HTTPFound("/ok")
+
         async def hang(_: web.Request) -> web.Response:
             await asyncio.sleep(0.6)
             return web.Response(text="late")
@@ -71,7 +74,8 @@ class Server:
 
         app = web.Application(middlewares=[self._count])
         app.add_routes([web.get("/ok", ok), web.get("/fail", fail), web.get("/slow", slow),
-                        web.get("/hang", hang), web.route("*", "/item/{aid}", item)])
+                        web.get("/hang", hang), web.get("/moved", moved),
+                        web.route("*", "/item/{aid}", item)])
         return app
 
     def _serve(self) -> None:
@@ -101,19 +105,21 @@ def server() -> Iterator[Server]:
 
 def test_closed_loop_counts_match_the_servers_own_count(server: Server) -> None:
     load = Load([Request(f"{server.base}/ok", weight=3), Request(f"{server.base}/fail"),
-                 Request(f"{server.base}/missing")], duration_s=1.0, window_s=0.5, callers=4)
+                 Request(f"{server.base}/missing"), Request(f"{server.base}/moved")],
+                duration_s=1.0, window_s=0.5, callers=4)
     result = run(load)
     total = result.total()
     assert total.codes["200"] == server.counts["ok"] > 0
     assert total.codes["500"] == server.counts["fail"] > 0
     assert total.codes["404"] == server.counts["missing"] > 0
+    assert total.codes["302"] == server.counts["moved"] > 0  # counted, not followed
     assert total.codes["200"] > total.codes["500"]  # weights 3:1
     assert total.requests == sum(server.counts.values()) and total.error_count == 0
     assert total.latency.count == total.requests
     windows = result.to_windows("callers", "v1", 1, {"callers": 4})
     assert [w.window for w in windows] == [0, 1]
     assert sum(w.requests or 0 for w in windows) == total.requests
-    assert all(w.metrics["non_2xx"] == w.codes.get("500", 0) + w.codes.get("404", 0)
+    assert all(w.metrics["non_2xx"] == sum(w.codes.get(c, 0) for c in ("302", "404", "500"))
                for w in windows)
     assert result.total().metrics(False)["generator_cpu_pct"] > 0  # type: ignore[operator]
 

@@ -186,7 +186,8 @@ class Shard:
         tally.requests += 1
         status: int | str
         try:
-            async with self.session.request(method, url, headers=headers, data=body) as resp:
+            async with self.session.request(method, url, headers=headers, data=body,
+                                            allow_redirects=False) as resp:  # count 3xx as such
                 await resp.read()
                 status = resp.status
         except TimeoutError:
