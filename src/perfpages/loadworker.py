@@ -27,6 +27,7 @@ from perfpages.loadstats import Tally
 now_s = time.perf_counter
 
 PROBE_S = 0.01  # how often the event loop's own lag and CPU are sampled
+WATCHDOG_S = 0.05  # how often requests are checked against their timeout
 
 
 def main(pipe: Any, load: Load, shard: int) -> None:
@@ -121,6 +122,8 @@ class Shard:
         self.free = self.callers
         self.backlog: deque[float] = deque()
         self.stopping = False
+        self.deadlines: dict[asyncio.Task[Any], float] = {}
+        self.expired: set[asyncio.Task[Any]] = set()
 
     def pick(self) -> Template:
         if len(self.templates) == 1:
@@ -138,7 +141,8 @@ class Shard:
         connector = aiohttp.TCPConnector(limit=self.callers, limit_per_host=self.callers,
                                          keepalive_timeout=120, ttl_dns_cache=None)
         async with aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=load.timeout_s),
+                # No per-request timer (it costs CPU on every call): see watchdog().
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None),
                 cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False) as session:
             self.session = session
             self.pipe.send(("ready", None))
@@ -148,12 +152,14 @@ class Shard:
             self.t_start = self.t0 - load.warmup_s
             self.t_end = self.t0 + load.duration_s
             probe = asyncio.create_task(self.probe())
+            watchdog = asyncio.create_task(self.watchdog())
             if self.open:
                 await self.open_loop()
             else:
                 await asyncio.gather(*(self.caller() for _ in range(self.callers)))
             self.stopping = True
             cpu_s = await probe
+            await watchdog
         tallies = ([self.warm] if load.warmup_s > 0 else []) + self.windows
         return {"windows": [t.to_json() for t in tallies], "samples": self.samples,
                 "started": start_at, "cpu_s": cpu_s}
@@ -185,17 +191,28 @@ class Shard:
         method, url, headers, body = self.pick().make(self.rng)
         tally.requests += 1
         status: int | str
+        task = asyncio.current_task()
+        assert task is not None
+        self.deadlines[task] = sent + self.load.timeout_s
         try:
             async with self.session.request(method, url, headers=headers, data=body,
                                             allow_redirects=False) as resp:  # count 3xx as such
                 await resp.read()
                 status = resp.status
+        except asyncio.CancelledError:
+            if task not in self.expired:
+                raise
+            self.expired.discard(task)
+            task.uncancel()
+            status = "timeout"
         except TimeoutError:
             status = "timeout"
         except aiohttp.ClientConnectorError:
             status = "connect"
         except (aiohttp.ClientError, OSError):
             status = "other"
+        finally:
+            self.deadlines.pop(task, None)
         done = now_s()
         if isinstance(status, str):
             tally.errors[status] += 1
@@ -212,6 +229,17 @@ class Shard:
         if self.load.samples and intended >= self.t0:
             self.samples.append(f"{intended - self.t0:.6f},{(done - intended) * 1000.0:.3f},"
                                 f"{(done - sent) * 1000.0:.3f},{status},{self.shard}\n")
+
+    async def watchdog(self) -> None:
+        """Time requests out by cancelling them: one sweep every WATCHDOG_S instead of a timer
+        armed and disarmed on every request."""
+        while not self.stopping or self.deadlines:
+            await asyncio.sleep(WATCHDOG_S)
+            now = now_s()
+            for task, deadline in list(self.deadlines.items()):
+                if deadline <= now and task not in self.expired:
+                    self.expired.add(task)
+                    task.cancel()
 
     async def caller(self) -> None:
         """Closed loop: the next request as soon as the last one is answered."""
