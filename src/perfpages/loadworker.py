@@ -100,6 +100,16 @@ class Template:
         return self.method, url, headers, body.encode() if body else None
 
 
+class StampedRequest(aiohttp.ClientRequest):
+    """Notes when aiohttp has handed the request to the socket, so that its own work preparing
+    the request is not counted as the subject's time."""
+
+    async def send(self, conn: Any) -> aiohttp.ClientResponse:
+        response = await super().send(conn)
+        response.perfpages_sent = now_s()  # type: ignore[attr-defined]
+        return response
+
+
 class Shard:
     """This process's share of the load, and its windows."""
 
@@ -143,7 +153,8 @@ class Shard:
         async with aiohttp.ClientSession(
                 # No per-request timer (it costs CPU on every call): see watchdog().
                 connector=connector, timeout=aiohttp.ClientTimeout(total=None),
-                cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False) as session:
+                cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
+                request_class=StampedRequest) as session:
             self.session = session
             self.pipe.send(("ready", None))
             start_at = self.pipe.recv()  # the measurement's start, Unix time, shared by all
@@ -186,7 +197,9 @@ class Shard:
                 return measured
 
     async def send(self, intended: float, sent: float) -> None:
-        """One request; its latency runs from `intended` (open loop: the timetable's instant)."""
+        """One request, due at `intended` and handed to aiohttp at `sent`. Closed loop: latency
+        runs from the moment the request went to the socket, as wrk's does; open loop: from
+        `intended` (coordinated omission corrected), with service time from the socket."""
         tally = self.tally_at(intended)
         method, url, headers, body = self.pick().make(self.rng)
         tally.requests += 1
@@ -194,11 +207,13 @@ class Shard:
         task = asyncio.current_task()
         assert task is not None
         self.deadlines[task] = sent + self.load.timeout_s
+        wire = sent
         try:
             async with self.session.request(method, url, headers=headers, data=body,
                                             allow_redirects=False) as resp:  # count 3xx as such
                 await resp.read()
                 status = resp.status
+                wire = getattr(resp, "perfpages_sent", sent)
         except asyncio.CancelledError:
             if task not in self.expired:
                 raise
@@ -218,17 +233,19 @@ class Shard:
             tally.errors[status] += 1
         else:
             tally.codes[str(status)] += 1
-            _record(tally.latency, done - intended)
+            latency = done - (intended if self.open else wire)
+            _record(tally.latency, latency)
             if self.open:
-                _record(tally.service, done - sent)
-                _record(tally.lag, sent - intended)
+                _record(tally.service, done - wire)
+                _record(tally.lag, wire - intended)
             if done < self.t_end:
                 self.tally_at(done).completed += 1
             if intended >= self.t0:
-                tally.note_slowest((done - intended) * 1000.0, intended - self.t0)
+                tally.note_slowest(latency * 1000.0, intended - self.t0)
         if self.load.samples and intended >= self.t0:
-            self.samples.append(f"{intended - self.t0:.6f},{(done - intended) * 1000.0:.3f},"
-                                f"{(done - sent) * 1000.0:.3f},{status},{self.shard}\n")
+            latency = done - (intended if self.open else wire)
+            self.samples.append(f"{intended - self.t0:.6f},{latency * 1000.0:.3f},"
+                                f"{(done - wire) * 1000.0:.3f},{status},{self.shard}\n")
 
     async def watchdog(self) -> None:
         """Time requests out by cancelling them: one sweep every WATCHDOG_S instead of a timer
