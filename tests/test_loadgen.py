@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import itertools
 import json
 import socket
 import statistics
@@ -108,6 +110,7 @@ def test_closed_loop_counts_match_the_servers_own_count(server: Server) -> None:
                  Request(f"{server.base}/missing"), Request(f"{server.base}/moved")],
                 duration_s=1.0, window_s=0.5, callers=4)
     result = run(load)
+    assert result.loop == ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
     total = result.total()
     assert total.codes["200"] == server.counts["ok"] > 0
     assert total.codes["500"] == server.counts["fail"] > 0
@@ -127,7 +130,8 @@ def test_closed_loop_counts_match_the_servers_own_count(server: Server) -> None:
 def test_templates_fill_keys_headers_and_json_bodies(server: Server) -> None:
     req = Request(f"{server.base}/item/{{aid}}", method="post", headers={"X-API-Key": "k-1"},
                   json={"id": "{aid}", "note": "key {aid}"}, fill={"aid": (1, 50)})
-    result = run(Load([req], duration_s=0.5, callers=2, seed=7))
+    result = run(Load([req], duration_s=0.5, callers=2, seed=7, uvloop=False))
+    assert result.loop == "asyncio"
     assert result.total().codes["200"] == len(server.keys) > 10
     assert {int(k) for k in server.keys} <= set(range(1, 51)) and len(set(server.keys)) > 5
     assert set(server.api_keys) == {"k-1"}
@@ -169,10 +173,25 @@ def test_sharding_merges_counts_across_processes(server: Server) -> None:
     assert closed.total().codes["200"] == server.counts["ok"] > 0
     server.counts.clear()
     opened = run(Load([Request(f"{server.base}/ok")], duration_s=0.5, rate=200, callers=8,
-                      processes=2))
+                      processes=2, samples=True))
     total = opened.total()
     assert abs(total.offered - 100) <= 2  # both processes' interleaved timetables
     assert total.codes["200"] == server.counts["ok"] == total.requests - total.error_count
+    assert _gaps_cv(opened.samples_csv()) < 0.05  # together: one even timetable
+
+
+def _gaps_cv(samples: str) -> float:
+    """Coefficient of variation of the gaps between intended starts."""
+    starts = sorted(float(line.split(",")[0]) for line in samples.splitlines()[1:])
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    return statistics.pstdev(gaps) / statistics.mean(gaps)
+
+
+def test_poisson_arrivals_are_irregular(server: Server) -> None:
+    load = Load([Request(f"{server.base}/ok")], duration_s=0.5, rate=200, callers=8,
+                arrivals="poisson", seed=3, samples=True)
+    result = run(load)
+    assert _gaps_cv(result.samples_csv()) > 0.5  # exponential gaps: about 1
 
 
 def test_connection_errors_and_timeouts_are_counted(server: Server) -> None:
