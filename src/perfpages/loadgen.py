@@ -283,6 +283,7 @@ def run(load: Load, *, start_timeout_s: float = 60.0) -> LoadResult:
     """Run the load from `load.processes` spawned processes and merge what they measured."""
     ctx = multiprocessing.get_context("spawn")
     pipes, procs = [], []
+    finished = False
     try:
         for shard in range(load.processes):
             parent, child = ctx.Pipe()
@@ -300,11 +301,13 @@ def run(load: Load, *, start_timeout_s: float = 60.0) -> LoadResult:
             pipe.send(start_at)
         budget = load.warmup_s + load.duration_s + load.timeout_s + start_timeout_s
         parts = [_expect(pipe, "result", budget) for pipe in pipes]
+        finished = True
     finally:
         for pipe in pipes:  # a process still waiting for its start sees EOF and ends
             pipe.close()
         for proc in procs:
-            proc.join(timeout=5)
+            if finished:  # else (an error, Ctrl-C) stop loading the subject at once
+                proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
                 proc.join()

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import os
 import random
+import signal
 import time
 from collections import deque
 from collections.abc import Callable
@@ -32,6 +34,8 @@ WATCHDOG_S = 0.05  # how often requests are checked against their timeout
 
 def main(pipe: Any, load: Load, shard: int) -> None:
     """Entry point of the spawned process; every failure goes back as one line of text."""
+    # Ctrl-C is the parent's to handle (it stops this process): no traceback from here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         loop_name, factory = _loop_factory(load.uvloop)
         with asyncio.Runner(loop_factory=factory) as runner:
@@ -133,6 +137,7 @@ class Shard:
         self.backlog: deque[float] = deque()
         self.stopping = False
         self.deadlines: dict[asyncio.Task[Any], float] = {}
+        self.parent = os.getppid()
         self.expired: set[asyncio.Task[Any]] = set()
 
     def pick(self) -> Template:
@@ -186,6 +191,7 @@ class Shard:
             finished = now >= self.t_end or self.stopping
             here = current if finished else self.tally_at(now)
             here.loop_lag.record_us(max((now - target) * 1e6, 1.0))
+            self.exit_if_orphaned()
             if here is not current or finished:
                 cpu = time.process_time()
                 current.cpu_s += cpu - cpu_prev
@@ -247,11 +253,17 @@ class Shard:
             self.samples.append(f"{intended - self.t0:.6f},{latency * 1000.0:.3f},"
                                 f"{(done - wire) * 1000.0:.3f},{status},{self.shard}\n")
 
+    def exit_if_orphaned(self) -> None:
+        # The parent was killed (its `finally` never ran): stop loading the subject at once.
+        if os.getppid() != self.parent:
+            os._exit(1)
+
     async def watchdog(self) -> None:
         """Time requests out by cancelling them: one sweep every WATCHDOG_S instead of a timer
         armed and disarmed on every request."""
         while not self.stopping or self.deadlines:
             await asyncio.sleep(WATCHDOG_S)
+            self.exit_if_orphaned()
             now = now_s()
             for task, deadline in list(self.deadlines.items()):
                 if deadline <= now and task not in self.expired:
