@@ -1,0 +1,340 @@
+"""The HTTP load generator: what to send, how hard, and what came back.
+
+`run(Load(...))` drives the subject from separate processes (spawned, so the caller's own work never
+competes with the event loop that times requests) and returns a `LoadResult` whose 1 s windows
+become archive `Window`s. The event loops themselves live in `perfpages.loadworker`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from yarl import URL
+
+from perfpages.errors import PerfpagesError
+from perfpages.histogram import Latency
+from perfpages.loadstats import Tally
+from perfpages.window import Kind, Scalar, Window
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+SAMPLES_HEADER = "offset_s,latency_ms,service_ms,status,process\n"
+
+
+def _bad(key: str, what: str, fix: str) -> PerfpagesError:
+    return PerfpagesError(what, key=key, fix=fix)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request template. `{name}` in the URL, a header or the JSON body is filled per request
+    with a seeded random integer from `fill[name] = (low, high)` (inclusive), so a lookup hits
+    different keys; a JSON string that is exactly "{name}" becomes the integer itself."""
+
+    url: str
+    method: str = "GET"
+    headers: dict[str, str] = field(default_factory=dict)
+    json: Any = None
+    fill: dict[str, tuple[int, int]] = field(default_factory=dict)
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.method.upper() not in METHODS:
+            raise _bad("request.method", f"unknown HTTP method {self.method!r}",
+                       f"use one of {', '.join(METHODS)}")
+        object.__setattr__(self, "method", self.method.upper())
+        try:
+            url = URL(self.url.replace("{", "0").replace("}", "0"))
+        except (ValueError, TypeError):
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            raise _bad("request.url", f"{self.url!r} is not an http(s) URL with a host",
+                       "write it as http://HOST:PORT/path")
+        if not (self.weight > 0 and math.isfinite(self.weight)):
+            raise _bad("request.weight", f"weight {self.weight} must be a positive number",
+                       "give each template a weight > 0")
+        try:
+            body = self.body_text()
+        except (TypeError, ValueError) as exc:
+            raise _bad("request.json", f"the body is not JSON-serialisable ({exc})",
+                       "pass dicts, lists, strings and numbers") from None
+        used = set(PLACEHOLDER.findall(self.url + body + "".join(self.headers.values())))
+        for name in sorted(used - set(self.fill)):
+            raise _bad(f"request.fill.{name}", f"{{{name}}} is used but has no range",
+                       f"add fill={{'{name}': (LOW, HIGH)}}")
+        for name, bounds in self.fill.items():
+            if name not in used:
+                raise _bad(f"request.fill.{name}", f"{{{name}}} appears nowhere in the request",
+                           "remove it or use it in the URL, a header or the body")
+            if (len(bounds) != 2 or not all(isinstance(b, int) for b in bounds)
+                    or bounds[0] > bounds[1]):
+                raise _bad(f"request.fill.{name}", f"range {bounds!r} is not (LOW, HIGH) integers",
+                           "give two integers with LOW <= HIGH")
+
+    def body_text(self) -> str:
+        return "" if self.json is None else json.dumps(self.json, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Load:
+    """How hard to push. Closed loop when neither `rate` nor `share` is given: `callers` callers,
+    each sending its next request as soon as its last one is answered (one caller: `callers=1`).
+    Open loop with a `rate` (requests/s over all processes) or `share` × `capacity` (e.g. 0.75 of
+    the throughput a closed-loop run just measured): requests fire on a fixed timetable over at most
+    `callers` connections; one still waiting for a connection `drop_after_s` past its intended start
+    is dropped and counted."""
+
+    requests: tuple[Request, ...] | list[Request]
+    duration_s: float
+    callers: int = 1
+    rate: float | None = None
+    share: float | None = None
+    capacity: float | None = None
+    arrivals: Literal["uniform", "poisson"] = "uniform"
+    processes: int = 1
+    window_s: float = 1.0
+    warmup_s: float = 0.0
+    timeout_s: float = 10.0
+    drop_after_s: float | None = None  # default: timeout_s
+    seed: int = 0
+    samples: bool = False  # keep every request's duration (the cold path)
+    uvloop: bool = True  # use uvloop where it is installed
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "requests", tuple(self.requests))
+        if not self.requests or not all(isinstance(r, Request) for r in self.requests):
+            raise _bad("load.requests", "no request templates given",
+                       "pass a list of perfpages.loadgen.Request")
+        for key in ("duration_s", "window_s", "timeout_s"):
+            value = getattr(self, key)
+            if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
+                raise _bad(f"load.{key}", f"{key} must be > 0 (got {value!r})",
+                           "give a positive number of seconds")
+        if self.warmup_s < 0:
+            raise _bad("load.warmup_s", "warmup_s must be >= 0", "use 0 for no warm-up")
+        if self.drop_after_s is not None and self.drop_after_s <= 0:
+            raise _bad("load.drop_after_s", "drop_after_s must be > 0", "leave it unset for "
+                       "the timeout")
+        if self.processes < 1:
+            raise _bad("load.processes", "processes must be at least 1", "use 1 or more")
+        if not isinstance(self.callers, int) or self.callers < 1:
+            raise _bad("load.callers", f"callers must be a whole number >= 1 (got "
+                       f"{self.callers!r})", "use 1 for one caller")
+        if self.callers < self.processes:
+            raise _bad("load.callers", f"{self.callers} callers cannot be shared by "
+                       f"{self.processes} processes", "give at least one caller per process")
+        if self.arrivals not in ("uniform", "poisson"):
+            raise _bad("load.arrivals", f"unknown arrivals {self.arrivals!r}",
+                       "use 'uniform' or 'poisson'")
+        if self.rate is not None and (self.share is not None or self.capacity is not None):
+            raise _bad("load.rate", "give either rate or share and capacity, not both",
+                       "drop one of them")
+        if (self.share is None) != (self.capacity is None):
+            raise _bad("load.share", "share needs capacity (and capacity needs share)",
+                       "pass both, e.g. share=0.75, capacity=892")
+        for key in ("rate", "share", "capacity"):
+            value = getattr(self, key)
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise _bad(f"load.{key}", f"{key} must be > 0 (got {value!r})",
+                           "give a positive number")
+
+    @property
+    def open_loop(self) -> bool:
+        return self.offered_rate is not None
+
+    @property
+    def offered_rate(self) -> float | None:
+        if self.rate is not None:
+            return float(self.rate)
+        if self.share is not None and self.capacity is not None:
+            return self.share * self.capacity
+        return None
+
+    @property
+    def drop_limit_s(self) -> float:
+        return self.drop_after_s if self.drop_after_s is not None else self.timeout_s
+
+    def callers_of(self, shard: int) -> int:
+        base, extra = divmod(self.callers, self.processes)
+        return base + (1 if shard < extra else 0)
+
+    def windows(self) -> list[float]:
+        """Each measurement window's length: window_s, the last one shorter if need be."""
+        n = max(1, math.ceil(self.duration_s / self.window_s - 1e-9))
+        return [min(self.window_s, self.duration_s - i * self.window_s) for i in range(n)]
+
+
+@dataclass
+class LoadResult:
+    """Merged windows of all processes, the warm-up, and (cold path) every request's duration."""
+
+    load: Load
+    started: float  # Unix time of the measurement's start (after the warm-up)
+    windows: list[Tally]
+    warmup: Tally | None
+    loop: str  # "uvloop" or "asyncio"
+    cpu_s: list[float] = field(default_factory=list)  # each process's CPU over the measurement
+    samples: list[str] = field(default_factory=list)  # CSV rows, see SAMPLES_HEADER
+
+    def total(self) -> Tally:
+        """The whole measurement as one window."""
+        out = Tally(index=0, duration_s=self.load.duration_s)
+        for w in self.windows:
+            out.merge(w)
+        out.cpu_max_s = max(self.cpu_s, default=0.0)
+        return out
+
+    @property
+    def throughput(self) -> float:
+        """Responses per second (closed loop: the capacity to hand to an open-loop share)."""
+        return self.total().responses / self.load.duration_s
+
+    @property
+    def achieved_rate(self) -> float:
+        return self.total().completed / self.load.duration_s
+
+    def samples_csv(self) -> str:
+        """Every measured request by intended start, for `ArchiveWriter.write_file('samples/…')`."""
+        return SAMPLES_HEADER + "".join(self.samples)
+
+    def cold_path(self) -> dict[str, float | int | None]:
+        """Requests, p50…p99.99, the slowest and when it happened (seconds from the start)."""
+        total = self.total()
+        out: dict[str, float | int | None] = {"requests": total.requests}
+        out.update({k: round(v, 4) for k, v in total.latency.summary_ms().items()})
+        out["slowest_ms"] = round(total.slowest_ms, 4) if total.slowest_at_s is not None else None
+        out["slowest_at_s"] = total.slowest_at_s
+        return out
+
+    def diagnostics_json(self) -> str:
+        """The generator's own record for `diagnostics/`: which loop ran, each process's CPU, and
+        per window the encoded service-time, dispatch-lag and loop-lag histograms (lossless, so
+        a suite can merge them across rounds with `Latency.decode`)."""
+        load = self.load
+        data = {
+            "loop": self.loop, "processes": load.processes, "callers": load.callers,
+            "mode": "open" if load.open_loop else "closed", "offered_rate": load.offered_rate,
+            "duration_s": load.duration_s, "cpu_s": [round(c, 4) for c in self.cpu_s],
+            "windows": [{"window": t.index, "service": t.service.encode(), "lag": t.lag.encode(),
+                         "loop_lag": t.loop_lag.encode(), "cpu_s": round(t.cpu_s, 4)}
+                        for t in ([self.warmup] if self.warmup else []) + self.windows],
+        }
+        return json.dumps(data, indent=1) + "\n"
+
+    def to_windows(self, block: str, label: str, round: int, params: dict[str, Scalar],
+                   first_window: int = 0) -> list[Window]:
+        """Archive windows: the warm-up (kind 'warmup') if any, then one per measured window."""
+        out: list[Window] = []
+        if self.warmup is not None:
+            out.append(self._window(self.warmup, "warmup", 0, self.started - self.load.warmup_s,
+                                    block, label, round, params))
+        at = self.started
+        for i, tally in enumerate(self.windows):
+            out.append(self._window(tally, "measure", first_window + i, at, block, label, round,
+                                    params))
+            at += tally.duration_s
+        return out
+
+    def _window(self, t: Tally, kind: Kind, index: int, at: float, block: str, label: str,
+                round: int, params: dict[str, Scalar]) -> Window:
+        start = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        rate = t.completed if self.load.open_loop else t.responses
+        return Window(block=block, label=label, round=round, params=dict(params), start=start,
+                      duration_s=round_s(t.duration_s), kind=kind, window=index,
+                      requests=t.requests, codes=dict(t.codes), errors=t.error_count,
+                      throughput=rate / t.duration_s if t.duration_s else None,
+                      latency=t.latency if t.latency.count else None,
+                      metrics=t.metrics(self.load.open_loop))
+
+
+def round_s(value: float) -> float:
+    return round(value, 6)
+
+
+def merge_parts(load: Load, parts: list[dict[str, Any]]) -> LoadResult:
+    """Merge the processes' reports window by window (histograms added losslessly)."""
+    lengths = load.windows()
+    windows = [Tally(index=i, duration_s=d) for i, d in enumerate(lengths)]
+    warmup = Tally(index=-1, duration_s=load.warmup_s) if load.warmup_s > 0 else None
+    samples: list[str] = []
+    for part in parts:
+        for data in part["windows"]:
+            tally = Tally.from_json(data)
+            if tally.index < 0:
+                if warmup is not None:
+                    warmup.merge(tally)
+            elif tally.index < len(windows):
+                windows[tally.index].merge(tally)
+        samples.extend(part["samples"])
+    samples.sort(key=lambda row: float(row.split(",", 1)[0]))
+    return LoadResult(load=load, started=parts[0]["started"], windows=windows, warmup=warmup,
+                      loop=parts[0]["loop"], cpu_s=[p["cpu_s"] for p in parts],
+                      samples=samples)
+
+
+def run(load: Load, *, start_timeout_s: float = 60.0) -> LoadResult:
+    """Run the load from `load.processes` spawned processes and merge what they measured."""
+    ctx = multiprocessing.get_context("spawn")
+    pipes, procs = [], []
+    finished = False
+    try:
+        for shard in range(load.processes):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_child_main, args=(child, load, shard),
+                               name=f"perfpages-loadgen-{shard}", daemon=True)
+            proc.start()
+            child.close()
+            pipes.append(parent)
+            procs.append(proc)
+        for pipe in pipes:
+            _expect(pipe, "ready", start_timeout_s)
+        # One start instant for every process, a little ahead so all of them are waiting for it.
+        start_at = time.time() + 0.05 + load.warmup_s
+        for pipe in pipes:
+            pipe.send(start_at)
+        budget = load.warmup_s + load.duration_s + load.timeout_s + start_timeout_s
+        parts = [_expect(pipe, "result", budget) for pipe in pipes]
+        finished = True
+    finally:
+        for pipe in pipes:  # a process still waiting for its start sees EOF and ends
+            pipe.close()
+        for proc in procs:
+            if finished:  # else (an error, Ctrl-C) stop loading the subject at once
+                proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+    return merge_parts(load, parts)
+
+
+def _expect(pipe: Any, what: str, timeout_s: float) -> Any:
+    if not pipe.poll(timeout_s):
+        raise PerfpagesError(f"a load generator process sent no {what} within {timeout_s:.0f} s",
+                             key="loadgen", fix="check the machine is not overloaded")
+    try:
+        kind, payload = pipe.recv()
+    except EOFError:
+        raise PerfpagesError("a load generator process died", key="loadgen",
+                             fix="run again; if it persists, check memory and limits") from None
+    if kind == "error":
+        raise PerfpagesError(f"a load generator process failed: {payload}", key="loadgen",
+                             fix="check the request templates and the subject's address")
+    return payload
+
+
+def _child_main(pipe: Any, load: Load, shard: int) -> None:
+    from perfpages import loadworker
+
+    loadworker.main(pipe, load, shard)
+
+
+def merged_latency(results: list[LoadResult]) -> Latency:
+    """One histogram over several runs' measured windows (e.g. all rounds of a block)."""
+    return Latency.merged(w.latency for r in results for w in r.windows)
