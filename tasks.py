@@ -13,7 +13,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from perfpages import console  # noqa: E402
 
 RESULTS = ROOT / "results"
+BENCHMARKS = ROOT / "benchmarks"
 MKDOCS_YML = ROOT / "mkdocs.yml"
+RESULTS_HELP = "results directory to read or write (default: results/)"
 
 
 def _exit(code: int) -> None:
@@ -21,33 +23,66 @@ def _exit(code: int) -> None:
         raise Exit(code=code)
 
 
-@task
-def list_(c: Context) -> None:
+def _results(results: str | None) -> Path:
+    return Path(results) if results else RESULTS
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+@task(help={"suite": "suite name: benchmarks/NAME.py",
+            "labels": "only these labels, comma-separated",
+            "blocks": "only these blocks, comma-separated",
+            "rounds": "rounds (default: the suite's)",
+            "quick": "the suite's quick sizes (the run's scope and title say so)",
+            "resume": "complete this partial run instead of starting a new one",
+            "dsn": "an external server, postgresql://USER[:PASSWORD]@HOST:PORT/DB "
+                   "(the password is never archived)",
+            "seed": "seed of the label order (default: random, always recorded)",
+            "results": RESULTS_HELP})
+def run(c: Context, suite: str | None = None, labels: str | None = None,
+        blocks: str | None = None, rounds: int | None = None, quick: bool = False,
+        resume: str | None = None, dsn: str | None = None, seed: int | None = None,
+        results: str | None = None) -> None:
+    """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
+    from perfpages.runner import Options
+
+    opts = Options(suite=suite, benchmarks=BENCHMARKS, results=_results(results),
+                   labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
+                   resume=resume, dsn=dsn, seed=seed, command="invoke " + " ".join(sys.argv[1:]))
+    _exit(console.run_command(lambda out: console.run_suite(opts, out)))
+
+
+@task(help={"results": RESULTS_HELP})
+def list_(c: Context, results: str | None = None) -> None:
     """List every archived run: id, date, suite, scope, status, labels."""
-    _exit(console.run_command(lambda out: console.list_runs(RESULTS, out)))
+    _exit(console.run_command(lambda out: console.list_runs(_results(results), out)))
 
 
 @task(help={"run": "run id or unique part of it (default: the newest run)",
             "compare": "two labels BASE,OTHER to compare (default: every label vs the first)",
             "format": "term, md or json",
-            "min_rounds": "rounds each side needs before a change may be called clear"})
+            "min_rounds": "rounds each side needs before a change may be called clear",
+            "results": RESULTS_HELP})
 def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
-           min_rounds: int | None = None) -> None:
+           min_rounds: int | None = None, results: str | None = None) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
     _exit(console.run_command(
-        lambda out: console.print_report(RESULTS, run, compare, format, min_rounds, out)))
+        lambda out: console.print_report(_results(results), run, compare, format, min_rounds,
+                                         out)))
 
 
-@task(help={"run": "run id (default: every archived run)"})
-def verify(c: Context, run: str | None = None) -> None:
+@task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
+def verify(c: Context, run: str | None = None, results: str | None = None) -> None:
     """Check runs against the schema and their checksums; exit 1 on any problem."""
-    _exit(console.run_command(lambda out: console.verify_runs(RESULTS, run, out)))
+    _exit(console.run_command(lambda out: console.verify_runs(_results(results), run, out)))
 
 
-@task(help={"run": "run id or unique part of it"})
-def cite(c: Context, run: str) -> None:
+@task(help={"run": "run id or unique part of it", "results": RESULTS_HELP})
+def cite(c: Context, run: str, results: str | None = None) -> None:
     """Print a Markdown block citing a complete run, for a pull request."""
-    _exit(console.run_command(lambda out: console.print_cite(RESULTS, run, MKDOCS_YML)))
+    _exit(console.run_command(lambda out: console.print_cite(_results(results), run, MKDOCS_YML)))
 
 
 @task
@@ -63,6 +98,7 @@ def serve(c: Context, port: int = 8000) -> None:
 
 
 bench = Collection("bench")
+bench.add_task(run)
 bench.add_task(list_, name="list")
 bench.add_task(report)
 bench.add_task(verify)

@@ -29,6 +29,18 @@ def run_command(action: Callable[[Console], int], console: Console | None = None
         return 1
 
 
+def run_suite(opts: Any, console: Console) -> int:
+    """`bench run`: replay a suite (or resume a run), then print where it was archived."""
+    from perfpages import runner
+
+    run_dir = runner.run(opts, console)
+    status = read_manifest(run_dir).status
+    console.print(f"{status}: {run_dir}", highlight=False)
+    console.print(f"report: invoke bench.report {run_dir.name} --results {run_dir.parent}",
+                  highlight=False)
+    return 0
+
+
 def list_runs(results_dir: Path, console: Console) -> int:
     runs = find_runs(results_dir)
     if not runs:
