@@ -11,7 +11,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from perfpages import report
+from perfpages import report, saturation
 from perfpages.archive import find_runs, open_run, read_manifest, resolve, verify
 from perfpages.cite import cite
 from perfpages.errors import ArchiveError, PerfpagesError
@@ -114,6 +114,15 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
             console.print(f"- {line}", highlight=False)
     for d in data["drift"]:
         console.print(report.drift_line(d), highlight=False)
+    knees = data.get("saturation", [])
+    if knees:
+        console.print("[bold]Saturation[/bold] (doubling the clients: throughput vs p95)")
+        for k in knees:
+            console.print(_highlight(f"- {saturation.line(k)}"), highlight=False)
+    if data.get("diagnostics"):
+        console.print("[bold]Diagnostics[/bold] (files under diagnostics/)")
+        for text in data["diagnostics"]:
+            console.print(text, highlight=False, markup=False)
     for note in data["notes"]:
         console.print(f"note: {note}", highlight=False)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfpages import diagnostics, saturation
 from perfpages.analysis import Cell, Change, false_positive_rate, format_percent, format_range
 from perfpages.archive import Run
 from perfpages.errors import AnalysisError
@@ -171,6 +172,8 @@ def build(run: Run, compare: tuple[str, str] | None = None,
         "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
                                 "change", "verdict"], "rows": change_rows, "summary": summary},
         "drift": drift(run, frame),
+        "saturation": saturation.knees(frame),
+        "diagnostics": diagnostics.summary_lines(run.path),
         "notes": list(run.notes),
     }
 
@@ -196,6 +199,11 @@ def to_markdown(data: dict[str, Any]) -> str:
     if data["drift"]:
         out += ["## Floors", ""]
         out += [drift_line(d) for d in data["drift"]] + [""]
+    if data.get("saturation"):
+        out += ["## Saturation", ""]
+        out += [f"- {saturation.line(k)}" for k in data["saturation"]] + [""]
+    if data.get("diagnostics"):
+        out += ["## Diagnostics", "", "```text", *data["diagnostics"], "```", ""]
     out += [f"Note: {note}" for note in data["notes"]]
     return "\n".join(out).rstrip() + "\n"
 

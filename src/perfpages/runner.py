@@ -230,7 +230,7 @@ class Runner:
         labels = {n: b.label for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}
         with server.target.connect("postgres") as conn:
-            rows = conn.execute("SELECT name, setting FROM pg_settings WHERE source IN "
+            rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE source IN "
                                 "('command line', 'configuration file')").fetchall()
         base = {n: v for n, v in rows if n not in settings_names
                 and n not in ("port", "listen_addresses", "unix_socket_directories")}
