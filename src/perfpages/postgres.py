@@ -277,7 +277,8 @@ class ExternalServer(Server):
             raise PerfpagesError(f"not a valid DSN ({str(exc).splitlines()[0]})", key="--dsn",
                                  fix="write it as postgresql://USER@HOST:PORT/DB") from None
         self.dsn = redact(dsn)
-        self.target = Target(str(params.get("host") or "localhost"), int(params.get("port") or 5432),
+        self.target = Target(str(params.get("host") or "localhost"),
+                             int(params.get("port") or 5432),
                              str(params.get("user") or os.environ.get("USER", "postgres")),
                              str(params.get("dbname") or "postgres"),
                              password=str(params["password"]) if params.get("password") else None)

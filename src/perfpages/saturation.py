@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pandas as pd
@@ -25,7 +26,7 @@ def knees(frame: pd.DataFrame, min_gain: float = MIN_GAIN,
             p95 = medians.get((clients, "p95"))
             if tput is not None and p95 is not None and not pd.isna(tput) and not pd.isna(p95):
                 points.append((int(clients), float(tput), float(p95)))
-        for (c1, t1, l1), (c2, t2, l2) in zip(points, points[1:], strict=False):
+        for (c1, t1, l1), (c2, t2, l2) in itertools.pairwise(points):
             if c2 < 2 * c1 or t1 <= 0 or l1 <= 0:
                 continue
             gain, rise = t2 / t1 - 1, l2 / l1 - 1
