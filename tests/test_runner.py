@@ -179,3 +179,65 @@ def test_ctrl_c_from_the_terminal(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert read_manifest(run_dir).status == "complete"
     shutil.rmtree(run_dir)
+
+
+FAILING = '''
+from pathlib import Path
+from perfpages.pgbench import Script
+from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
+
+HERE = Path(__file__).parent
+
+def load(conn, rows, seed):
+    conn.execute("CREATE TABLE t (id int)")
+
+def suite(quick):
+    (HERE / "missing.sql").write_text("SELECT * FROM no_such_table;\\n")
+    return Suite(name="failing", title="Failing windows", labels=(LabelSpec({label!r}{pin}),),
+                 blocks=(BlockSpec("b", scripts=(Script(HERE / "missing.sql"),)),),
+                 dataset=DataSet("t", rows=1, load=load), rounds=1, warmup_s=0, window_s=1,
+                 floor_s=1, min_rounds=1, scope="test")
+'''
+
+
+def failing_suite(tmp_path: Path, pin: str = "") -> Path:
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "failing.py").write_text(FAILING.format(label="a", pin=pin))
+    return bench
+
+
+def test_a_failed_window_is_archived_not_dropped(tmp_path: Path) -> None:
+    bench = failing_suite(tmp_path)
+    run_dir = run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete"
+    [window] = r.measured
+    assert window.status == "failed" and "no_such_table" in (window.error or "")
+    assert all(w.status == "ok" for w in r.floors)
+    rows = report.build(r)["tables"][0]["rows"]
+    assert any(report.WARN in cell for row in rows for cell in row)
+    assert leftover_servers() == []
+
+
+def test_a_version_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    bench = failing_suite(tmp_path, pin=', package="six==0.0.999"')
+    with pytest.raises(PerfpagesError) as err:
+        run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
+    assert "\n" not in str(err.value) and "six==0.0.999" in str(err.value)
+    assert not (tmp_path / "r").exists()
+
+
+def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFPAGES_CACHE", str(tmp_path / "cache"))
+    setups = []
+    for _ in range(2):
+        run_dir = run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path / "r",
+                              labels=["a"]), quiet())
+        setups.append(json.loads((run_dir / "diagnostics/setup.json").read_text()))
+        r = open_run(run_dir)
+        assert r.manifest.status == "complete" and all(w.status == "ok" for w in r.windows)
+    assert [s["cluster_cached"] for s in setups] == [False, True]
+    assert len(list((tmp_path / "cache" / "clusters").iterdir())) == 1
+    assert leftover_servers() == []

@@ -17,9 +17,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from perfpages.histogram import Latency
 from perfpages.postgres import Target
+from perfpages.window import Window
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,10 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
     """One pgbench run of `duration_s` seconds; problems become `Result.error`, not exceptions."""
     threads = max(1, min(threads or clients, clients, os.cpu_count() or 1))
     seconds = max(1, round(duration_s))
-    with tempfile.TemporaryDirectory(prefix="perfpages-pgbench-") as tmp:
+    # Per-transaction logs go to memory where there is a tmpfs: writing them costs pgbench
+    # (which shares the CPU with the server) as little as possible.
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="perfpages-pgbench-", dir=shm) as tmp:
         prefix = Path(tmp) / "tx"
         cmd = [str(bin_dir / "pgbench"), "-n", "-T", str(seconds), "-c", str(clients),
                "-j", str(threads), "-l", f"--log-prefix={prefix}", *target.args()]
@@ -138,9 +143,11 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
         logs = sorted(Path(tmp).glob("tx.*"))
         parse_logs(logs, scripts, result)
         if proc.returncode != 0:
-            lines = [ln for ln in (err or out).strip().splitlines() if ln.strip()]
+            lines = [ln.strip() for ln in (err or out).strip().splitlines() if ln.strip()]
+            # The cause (a server ERROR) comes before pgbench's closing "Run was aborted".
+            causes = [ln for ln in lines if "ERROR:" in ln or "FATAL:" in ln] or lines[-1:]
             result.error = f"pgbench exited with {proc.returncode}: " + (
-                lines[-1] if lines else "no output")
+                causes[0] if causes else "no output")
         elif result.processed is not None and result.processed != result.transactions:
             result.error = (f"pgbench logged {result.transactions} transactions but its summary "
                             f"says {result.processed}")
@@ -160,3 +167,19 @@ def run_init(bin_dir: Path, target: Target, dbname: str, scale: int = 1) -> str:
         return ""
     lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else f"exit code {done.returncode}"
+
+
+def to_window(block: str, label: str, rnd: int, params: dict[str, Any], kind: str, start: str,
+              res: Result) -> Window:
+    """One line of results.jsonl: a failed run stays a window, with its error."""
+    metrics: dict[str, float | None] = {"tps": res.tps}
+    for script, lat in res.per_script.items():
+        if lat.count:
+            metrics[f"{script}_p50_ms"] = lat.percentile_ms(50)
+            metrics[f"{script}_p95_ms"] = lat.percentile_ms(95)
+            metrics[f"{script}_per_s"] = lat.count / res.duration_s
+    return Window(block=block, label=label, round=rnd, params=params, start=start,
+                  duration_s=res.duration_s, kind=kind,  # type: ignore[arg-type]
+                  status="failed" if res.error else "ok", error=res.error,
+                  requests=res.transactions, errors=res.errors,
+                  latency=res.latency if res.latency.count else None, metrics=metrics)

@@ -175,6 +175,11 @@ class EmbeddedServer(Server):
     def __init__(self, bin_dir: Path, dbname: str = "postgres") -> None:
         self.bin = bin_dir
         self.user = _server_user()
+        if self.user:  # the server user must traverse to the binaries (execute bit only)
+            for parent in bin_dir.parents:
+                mode = parent.stat().st_mode
+                if mode & 0o011 != 0o011:
+                    parent.chmod(mode | 0o011)
         self.data: Path | None = None
         self.port = 0
         self.settings: dict[str, str] | None = None
@@ -184,6 +189,9 @@ class EmbeddedServer(Server):
         try:
             subprocess.run(args, user=self.user, capture_output=True, text=True, check=True,
                            timeout=timeout, start_new_session=True, cwd="/")
+        except OSError as exc:
+            raise PerfpagesError(f"cannot run {args[0]}: {exc.strerror}", key="postgresql",
+                                 fix="set PERFPAGES_CACHE to a folder under /tmp") from None
         except subprocess.CalledProcessError as exc:
             detail = (exc.stderr or exc.stdout or "").strip().splitlines()
             tail = self.log().strip().splitlines()
@@ -202,6 +210,29 @@ class EmbeddedServer(Server):
         self.data = data
         self._run([str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
                    "--encoding=UTF8", "--no-sync", "--no-instructions"])
+
+    def init_from(self, template: Path) -> None:
+        """A copy of a cached cluster instead of initdb (ownership and modes preserved)."""
+        data = Path(tempfile.mkdtemp(prefix="perfpages-pg-"))
+        data.rmdir()
+        subprocess.run(["cp", "-a", str(template), str(data)], check=True, capture_output=True)
+        (data / "server.log").unlink(missing_ok=True)
+        self.data = data
+
+    def save_template(self, template: Path) -> None:
+        """Stop the server and copy its cluster into the cache, for the next run."""
+        self.stop()
+        assert self.data is not None
+        template.parent.mkdir(parents=True, exist_ok=True)
+        staging = template.parent / f".{template.name}.{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        subprocess.run(["cp", "-a", str(self.data), str(staging)], check=True,
+                       capture_output=True)
+        (staging / "server.log").unlink(missing_ok=True)
+        try:
+            staging.rename(template)  # atomic: a template directory is always whole
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def start(self, settings: dict[str, Any]) -> None:
         wanted = {**BASE_SETTINGS, **{k: str(v) for k, v in settings.items()}}

@@ -54,7 +54,8 @@ def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
 def block_metrics(run: Run, block: str, present: set[str]) -> list[str]:
     declared = list(run.manifest.block(block).metrics)
     if declared:
-        return [m for m in declared if m in present]
+        # A block whose every window failed has none of its metrics: show what there is.
+        return [m for m in declared if m in present] or sorted(present)
     chosen = [m for m in DEFAULT_METRICS if m in present]
     if "throughput" in chosen and "tps" in chosen:
         chosen.remove("tps")

@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import random
 import signal
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from rich.console import Console
@@ -32,14 +30,13 @@ from rich.progress import (
 
 from perfpages import build, diagnostics, machine, pgbench
 from perfpages.archive import FLOOR_LABEL, read_manifest, resolve
+from perfpages.cluster import Clusters
 from perfpages.errors import PerfpagesError
 from perfpages.manifest import Block, Manifest, Method
-from perfpages.postgres import EmbeddedServer, ExternalServer, Server, redact
+from perfpages.postgres import Server, redact
 from perfpages.suite import BlockSpec, Suite, load
 from perfpages.window import Window
 from perfpages.writer import ArchiveWriter, new_run_id, utc_now
-
-FLOOR_DB = "perfpages_floor"
 
 
 @dataclass
@@ -56,20 +53,6 @@ class Options:
     seed: int | None = None
     command: str = ""
     on_window: Callable[[Window], None] | None = None  # called after each archived window
-
-
-@dataclass
-class Setup:
-    """Seconds spent before the first window: what a second replay with the same pins saves."""
-
-    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
-    server_s: float = 0.0
-    dataset_s: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        total = sum(b["seconds"] for b in self.builds.values())
-        return {"builds": self.builds, "builds_s": round(total, 3),
-                "server_s": round(self.server_s, 3), "dataset_s": round(self.dataset_s, 3)}
 
 
 def _interrupted(run_id: str, suite: str) -> PerfpagesError:
@@ -98,13 +81,12 @@ class Runner:
     def __init__(self, opts: Options, console: Console) -> None:
         self.opts = opts
         self.console = console
-        self.servers: dict[Path, Server] = {}
-        self.prepared: set[Path] = set()
-        self.setup = Setup()
+        self.clusters = Clusters(opts.dsn)
         self.diagnostics_ok = True
+        self.resumed = Path()
 
     # ---- setup -------------------------------------------------------------------------
-    def load_suite(self) -> tuple[Suite, ArchiveWriter | None, Manifest | None]:
+    def load_suite(self) -> tuple[Suite, Manifest | None]:
         o = self.opts
         if o.resume:
             run_dir = resolve(o.results, o.resume)
@@ -117,89 +99,24 @@ class Runner:
                                      key="--suite", fix=f"use --suite {manifest.suite}")
             suite = load(manifest.suite, o.benchmarks, manifest.scope == "quick")
             suite = suite.select(list(manifest.labels), list(manifest.blocks))
-            return suite, None, manifest
+            self.resumed = run_dir
+            return suite, manifest
         if not o.suite:
             raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
         suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
-        return suite, None, None
-
-    def server_for(self, b: build.Build) -> Server:
-        key = b.pg_bin
-        if key not in self.servers:
-            if self.opts.dsn:
-                self.servers[key] = ExternalServer(self.opts.dsn, b.pg_bin)
-            else:
-                self.servers[key] = EmbeddedServer(b.pg_bin)
-        server = self.servers[key]
-        for other_key, other in self.servers.items():  # one server at a time: no contention
-            if other_key != key:
-                other.stop()
-        return server
-
-    def start(self, suite: Suite, b: build.Build) -> Server:
-        server = self.server_for(b)
-        started = time.monotonic()
-        server.start(b.label.pg_settings)
-        self.setup.server_s += time.monotonic() - started
-        if b.pg_bin not in self.prepared:
-            self._prepare(suite, server)
-            self.prepared.add(b.pg_bin)
-        return server
-
-    def _prepare(self, suite: Suite, server: Server) -> None:
-        """Databases, extensions, the data set and the floor's tables: once per server."""
-        started = time.monotonic()
-        ds = suite.dataset
-        try:
-            if not server.external:
-                with server.target.connect("postgres") as conn:
-                    for db in (suite.database, FLOOR_DB):
-                        conn.execute(f'CREATE DATABASE "{db}"')
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            with server.target.connect(self.db(suite, server)) as conn:
-                for ext in ("pg_stat_statements", *ds.extensions):
-                    conn.execute(f'CREATE EXTENSION IF NOT EXISTS "{ext}" CASCADE')
-                ds.load(conn, ds.rows, ds.seed)
-                conn.execute("VACUUM ANALYZE")
-        except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise PerfpagesError(f"data set {ds.name!r} failed to load: {first}",
-                                 key=f"suite {suite.name}",
-                                 fix="fix the suite's data set loader") from None
-        floor_db = self.floor_db(server)
-        init = pgbench.run_init(server.bin, server.target, floor_db)
-        if init:
-            raise PerfpagesError(f"pgbench -i failed: {init}", key="floor")
-        self.setup.dataset_s += time.monotonic() - started
-
-    def db(self, suite: Suite, server: Server) -> str:
-        return server.target.dbname if server.external else suite.database
-
-    def admin_db(self, server: Server) -> str:
-        """Where diagnostics connect: never the benchmark database, when we own the server."""
-        return server.target.dbname if server.external else "postgres"
-
-    def floor_db(self, server: Server) -> str:
-        return server.target.dbname if server.external else FLOOR_DB
+        return suite, None
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
-        suite, _, recorded = self.load_suite()
+        suite, recorded = self.load_suite()
         o = self.opts
-        pins = {n: lab.pin for n, lab in recorded.labels.items()} if recorded else {}
-        builds: dict[str, build.Build] = {}
-        for spec in suite.labels:
-            with self.console.status(f"build {spec.name}…"):
-                b = build.resolve(spec, pins.get(spec.name))
-            builds[spec.name] = b
-            self.setup.builds[spec.name] = {"seconds": round(b.seconds, 3), "cached": b.cached}
         run_id = recorded.id if recorded else "?"
         with _sigterm_as_interrupt():
             try:
-                first = builds[suite.labels[0].name]
-                server = self.start(suite, first)
+                builds = self.builds(suite, recorded)
+                server = self.clusters.start(suite, builds[suite.labels[0].name])
                 if recorded:
-                    writer = ArchiveWriter.resume(o.results / recorded.id)
+                    writer = ArchiveWriter.resume(self.resumed)
                     name = "setup-resume.json"
                 else:
                     writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
@@ -207,13 +124,10 @@ class Runner:
                 run_id = writer.manifest.id
                 with writer:
                     writer.write_file(f"diagnostics/{name}",
-                                      json.dumps(self.setup.to_json(), indent=2) + "\n")
+                                      json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
                     self.execute(suite, builds, writer)
-                    for key, srv in self.servers.items():
-                        log = srv.log()
-                        if log:
-                            writer.write_file(f"diagnostics/postgresql-{key.parent.parent.parent.name}"
-                                              ".log", log)
+                    for name, log in self.clusters.logs().items():
+                        writer.write_file(f"diagnostics/postgresql-{name}.log", log)
                 return writer.run_dir
             except KeyboardInterrupt:
                 if run_id == "?":
@@ -221,15 +135,26 @@ class Runner:
                                          key="bench.run", fix="start it again") from None
                 raise _interrupted(run_id, suite.name) from None
             finally:
-                for srv in self.servers.values():
-                    srv.destroy()
+                self.clusters.destroy()
+
+    def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, build.Build]:
+        """Every label's build, resolved before anything is archived (errors: one line)."""
+        pins = {n: lab.pin for n, lab in recorded.labels.items()} if recorded else {}
+        builds: dict[str, build.Build] = {}
+        for spec in suite.labels:
+            with self.console.status(f"build {spec.name}…"):
+                b = build.resolve(spec, pins.get(spec.name))
+            builds[spec.name] = b
+            self.clusters.setup.builds[spec.name] = {"seconds": round(b.seconds, 3),
+                                                     "cached": b.cached}
+        return builds
 
     def manifest(self, suite: Suite, server: Server, builds: dict[str, build.Build]) -> Manifest:
         o = self.opts
         seed = o.seed if o.seed is not None else random.SystemRandom().randrange(2**31)
         labels = {n: b.label for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}
-        with server.target.connect(self.admin_db(server)) as conn:
+        with server.target.connect(self.clusters.admin_db(server)) as conn:
             rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE "
                                 "source IN ('command line', 'configuration file')").fetchall()
         base = {n: v for n, v in rows if n not in settings_names
@@ -292,13 +217,13 @@ class Runner:
         if writer.has(w.key):
             return
         b = builds[suite.labels[0].name]
-        server = self.start(suite, b)
-        target = server.target.with_db(self.floor_db(server))
+        server = self.clusters.start(suite, b)
+        target = server.target.with_db(self.clusters.floor_db(server))
         script = [pgbench.Script(builtin="select-only")]
         pgbench.run(server.bin, target, script, 1, 1, env=b.env)  # warm-up, not archived
         start = utc_now()
         res = pgbench.run(server.bin, target, script, 1, suite.floor_s, env=b.env)
-        self._append(writer, to_window(block, FLOOR_LABEL, 0, params, "floor", start, res))
+        self._append(writer, pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res))
 
     def block(self, suite: Suite, block: BlockSpec, index: int, builds: dict[str, build.Build],
               writer: ArchiveWriter, method: Method, labels: list[str],
@@ -326,8 +251,8 @@ class Runner:
             step(f"{block.name} r{rnd} {name}: archived", method.warmup_s +
                  len(block.clients) * method.window_s)
             return
-        server = self.start(suite, b)
-        target = server.target.with_db(self.db(suite, server))
+        server = self.clusters.start(suite, b)
+        target = server.target.with_db(self.clusters.db(suite, server))
         defines = {**block.defines}
         warm = Window(block.name, name, rnd, {"clients": max(block.clients)}, "", 0,
                       kind="warmup")
@@ -336,20 +261,20 @@ class Runner:
             res = pgbench.run(server.bin, target, list(block.scripts), max(block.clients),
                               method.warmup_s, prepared=block.prepared, defines=defines,
                               env=b.env)
-            self._append(writer, to_window(block.name, name, rnd, warm.params, "warmup", start,
-                                           res))
+            self._append(writer, pgbench.to_window(block.name, name, rnd, warm.params, "warmup",
+                                                   start, res))
         step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
         before = self.snapshot(server, suite)
-        with diagnostics.WaitSampler(lambda: server.target.connect(self.admin_db(server)),
-                                     self.db(suite, server)) as sampler:
+        with diagnostics.WaitSampler(lambda: server.target.connect(self.clusters.admin_db(server)),
+                                     self.clusters.db(suite, server)) as sampler:
             for clients in block.clients:
                 if clients in todo:
                     start = utc_now()
                     res = pgbench.run(server.bin, target, list(block.scripts), clients,
                                       method.window_s, prepared=block.prepared,
                                       defines=defines, env=b.env)
-                    self._append(writer, to_window(block.name, name, rnd, {"clients": clients},
-                                                   "measure", start, res))
+                    self._append(writer, pgbench.to_window(
+                        block.name, name, rnd, {"clients": clients}, "measure", start, res))
                 step(f"{block.name} r{rnd} {name} c={clients}", method.window_s)
         after = self.snapshot(server, suite, settle=True)
         if before and after:
@@ -362,10 +287,10 @@ class Runner:
         if not self.diagnostics_ok:
             return None
         try:
-            with server.target.connect(self.admin_db(server)) as conn:
+            with server.target.connect(self.clusters.admin_db(server)) as conn:
                 if settle:  # backends flush their statistics as they exit: wait for them
-                    diagnostics.wait_idle(conn, self.db(suite, server))
-                return diagnostics.snapshot(conn, self.db(suite, server))
+                    diagnostics.wait_idle(conn, self.clusters.db(suite, server))
+                return diagnostics.snapshot(conn, self.clusters.db(suite, server))
         except psycopg.Error:
             self.diagnostics_ok = False  # e.g. an external server without pg_stat_statements
             return None
@@ -376,8 +301,8 @@ class Runner:
         base = f"diagnostics/{block.name}/{b.label.name}"
         plans = []
         if block.explain:
-            server = self.start(suite, b)
-            with server.target.connect(self.db(suite, server)) as conn:
+            server = self.clusters.start(suite, b)
+            with server.target.connect(self.clusters.db(suite, server)) as conn:
                 for qname, sql in block.explain.items():
                     try:
                         plan = diagnostics.explain(conn, sql)
@@ -388,21 +313,6 @@ class Runner:
                     plans.append(qname)
         data = {**totals.to_json(), "plans": plans}
         writer.write_file(f"{base}/summary.json", json.dumps(data, indent=2) + "\n")
-
-
-def to_window(block: str, label: str, rnd: int, params: dict[str, Any], kind: str, start: str,
-              res: pgbench.Result) -> Window:
-    metrics: dict[str, float | None] = {"tps": res.tps}
-    for script, lat in res.per_script.items():
-        if lat.count:
-            metrics[f"{script}_p50_ms"] = lat.percentile_ms(50)
-            metrics[f"{script}_p95_ms"] = lat.percentile_ms(95)
-            metrics[f"{script}_per_s"] = lat.count / res.duration_s
-    return Window(block=block, label=label, round=rnd, params=params, start=start,
-                  duration_s=res.duration_s, kind=kind,  # type: ignore[arg-type]
-                  status="failed" if res.error else "ok", error=res.error,
-                  requests=res.transactions, errors=res.errors,
-                  latency=res.latency if res.latency.count else None, metrics=metrics)
 
 
 def redact_command(command: str) -> str:

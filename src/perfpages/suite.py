@@ -7,7 +7,10 @@ named queries to EXPLAIN) and its method defaults. See docs/guide/suites.md.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import inspect
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -57,6 +60,16 @@ class DataSet:
     load: Callable[[psycopg.Connection, int, int], None]
     seed: int = 42
     extensions: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """What the loaded data depends on, the loader's whole module included ('' if unknown)."""
+        try:
+            source = Path(inspect.getsourcefile(self.load) or "").read_bytes()
+        except (OSError, TypeError):
+            return ""
+        parts = [self.name, self.rows, self.seed, list(self.extensions),
+                 hashlib.sha256(source).hexdigest()]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
