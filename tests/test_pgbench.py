@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfpages.pgbench import Result, Script, parse_logs, parse_summary
+from perfpages.pgbench import Result, Script, parse_logs, parse_summary, reconcile
 from perfpages.postgres import redact
 
 SUMMARY = """transaction type: multiple scripts
@@ -43,3 +43,15 @@ def test_redact_never_keeps_a_password() -> None:
         "postgresql://bob@db.example:5433/app"
     assert "s3cret" not in redact("host=db user=bob password=s3cret dbname=app")
     assert redact("postgresql://bob@db/app") == "postgresql://bob@db/app"
+
+
+def test_logs_must_agree_with_the_summary() -> None:
+    full = Result(transactions=1000)
+    assert reconcile(full, {"processed": 1000}) is None
+    assert "summary says 1001" in (reconcile(full, {"processed": 1001}) or "")
+    assert reconcile(Result(), {}) == "pgbench printed no summary"
+    sampled = Result(transactions=1012, failed=0)
+    assert reconcile(sampled, {"processed": 10_000, "failed": 3}, 0.1) is None
+    assert (sampled.transactions, sampled.failed) == (10_000, 3)  # exact counts: the summary
+    assert "not a 0.1 sample" in (reconcile(Result(transactions=2000), {"processed": 10_000},
+                                            0.1) or "")

@@ -111,7 +111,7 @@ class Clusters:
                     conn.execute(f'CREATE EXTENSION IF NOT EXISTS "{ext}" CASCADE')
                 ds.load(conn, ds.rows, ds.seed)
                 conn.execute("VACUUM ANALYZE")
-        except psycopg.Error as exc:
+        except (psycopg.Error, ValueError, TypeError, KeyError, OSError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise PerfpagesError(f"data set {ds.name!r} failed to load: {first}",
                                  key=f"suite {suite.name}",

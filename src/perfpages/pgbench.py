@@ -9,6 +9,7 @@ are counted as errors. The number of logged transactions is cross-checked agains
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
@@ -54,6 +55,7 @@ class Result:
     latency: Latency = field(default_factory=Latency)
     per_script: dict[str, Latency] = field(default_factory=dict)
     error: str | None = None
+    sampling: float = 1.0  # fraction of the transactions in the logs
 
     @property
     def errors(self) -> int:
@@ -75,6 +77,29 @@ def parse_summary(text: str) -> dict[str, float]:
         if m:
             out[name] = float(m.group(1))
     return out
+
+
+def reconcile(result: Result, summary: dict[str, float], sampling: float = 1.0) -> str | None:
+    """Cross-check the logs against pgbench's summary; the error, or None when they agree.
+
+    Fully logged, the counts must be equal. Sampled, the logged count must be within five
+    standard deviations of the expected sample, and the exact counts come from the summary."""
+    if "processed" not in summary:
+        return "pgbench printed no summary"
+    processed = int(summary["processed"])
+    if sampling >= 1:
+        if processed != result.transactions:
+            return (f"pgbench logged {result.transactions} transactions but its summary says "
+                    f"{processed}")
+        return None
+    expected = processed * sampling
+    if abs(result.transactions - expected) > 5 * math.sqrt(expected * (1 - sampling)) + 5:
+        return (f"pgbench logged {result.transactions} of {processed} transactions, not a "
+                f"{sampling:g} sample")
+    result.transactions = processed
+    result.failed = int(summary.get("failed", 0))
+    result.skipped = int(summary.get("skipped", 0))
+    return None
 
 
 def parse_logs(files: list[Path], scripts: list[Script], result: Result) -> None:
@@ -105,8 +130,12 @@ def parse_logs(files: list[Path], scripts: list[Script], result: Result) -> None
 
 def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, duration_s: float,
         *, threads: int | None = None, prepared: bool = True,
-        defines: dict[str, str] | None = None, env: dict[str, str] | None = None) -> Result:
-    """One pgbench run of `duration_s` seconds; problems become `Result.error`, not exceptions."""
+        defines: dict[str, str] | None = None, env: dict[str, str] | None = None,
+        sampling: float = 1.0) -> Result:
+    """One pgbench run of `duration_s` seconds; problems become `Result.error`, not exceptions.
+
+    `sampling` < 1 logs only that fraction of the transactions (`--sampling-rate`): logging
+    costs pgbench CPU it shares with the server; counts then come from the summary."""
     threads = max(1, min(threads or clients, clients, os.cpu_count() or 1))
     seconds = max(1, round(duration_s))
     # Per-transaction logs go to memory where there is a tmpfs: writing them costs pgbench
@@ -118,6 +147,8 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
                "-j", str(threads), "-l", f"--log-prefix={prefix}", *target.args()]
         if prepared:
             cmd += ["-M", "prepared"]
+        if sampling < 1:
+            cmd += [f"--sampling-rate={sampling:g}"]
         for name, value in (defines or {}).items():
             cmd += ["-D", f"{name}={value}"]
         for script in scripts:
@@ -135,7 +166,7 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-        result = Result(duration_s=float(seconds))
+        result = Result(duration_s=float(seconds), sampling=sampling)
         elapsed = time.monotonic() - started
         summary = parse_summary(out)
         result.tps = summary.get("tps")
@@ -148,11 +179,8 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
             causes = [ln for ln in lines if "ERROR:" in ln or "FATAL:" in ln] or lines[-1:]
             result.error = f"pgbench exited with {proc.returncode}: " + (
                 causes[0] if causes else "no output")
-        elif result.processed is not None and result.processed != result.transactions:
-            result.error = (f"pgbench logged {result.transactions} transactions but its summary "
-                            f"says {result.processed}")
-        elif result.processed is None:
-            result.error = "pgbench printed no summary"
+        else:
+            result.error = reconcile(result, summary, sampling)
         if elapsed < seconds * 0.5 and result.error is None:
             result.error = f"pgbench ended after {elapsed:.1f} s of {seconds} s"
         return result
@@ -177,7 +205,9 @@ def to_window(block: str, label: str, rnd: int, params: dict[str, Any], kind: st
         if lat.count:
             metrics[f"{script}_p50_ms"] = lat.percentile_ms(50)
             metrics[f"{script}_p95_ms"] = lat.percentile_ms(95)
-            metrics[f"{script}_per_s"] = lat.count / res.duration_s
+            metrics[f"{script}_per_s"] = lat.count / res.sampling / res.duration_s
+    if res.sampling < 1:
+        metrics["log_sampling"] = res.sampling
     return Window(block=block, label=label, round=rnd, params=params, start=start,
                   duration_s=res.duration_s, kind=kind,  # type: ignore[arg-type]
                   status="failed" if res.error else "ok", error=res.error,

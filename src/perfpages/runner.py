@@ -260,7 +260,7 @@ class Runner:
             start = utc_now()
             res = pgbench.run(server.bin, target, list(block.scripts), max(block.clients),
                               method.warmup_s, prepared=block.prepared, defines=defines,
-                              env=b.env)
+                              env=b.env, sampling=block.log_sampling)
             self._append(writer, pgbench.to_window(block.name, name, rnd, warm.params, "warmup",
                                                    start, res))
         step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
@@ -272,7 +272,8 @@ class Runner:
                     start = utc_now()
                     res = pgbench.run(server.bin, target, list(block.scripts), clients,
                                       method.window_s, prepared=block.prepared,
-                                      defines=defines, env=b.env)
+                                      defines=defines, env=b.env,
+                                      sampling=block.log_sampling)
                     self._append(writer, pgbench.to_window(
                         block.name, name, rnd, {"clients": clients}, "measure", start, res))
                 step(f"{block.name} r{rnd} {name} c={clients}", method.window_s)

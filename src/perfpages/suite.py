@@ -85,11 +85,15 @@ class BlockSpec:
     defines: dict[str, str] = field(default_factory=dict)
     metrics: tuple[str, ...] = ("throughput", "p50", "p95", "p99")
     explain: dict[str, str] = field(default_factory=dict)  # name -> SQL, planned with ANALYZE
+    log_sampling: float = 1.0  # fraction of transactions logged for the latency histograms
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
             raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
                                  fix="use lower-case letters, digits, '-' or '_'")
+        if not 0 < self.log_sampling <= 1:
+            raise PerfpagesError(f"block {self.name!r}: log_sampling must be in (0, 1]",
+                                 key=f"blocks.{self.name}.log_sampling")
         if not self.scripts or not self.clients or min(self.clients) < 1:
             raise PerfpagesError(f"block {self.name!r} needs scripts and client counts >= 1",
                                  key=f"blocks.{self.name}")
