@@ -241,3 +241,29 @@ def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
     assert [s["cluster_cached"] for s in setups] == [False, True]
     assert len(list((tmp_path / "cache" / "clusters").iterdir())) == 1
     assert leftover_servers() == []
+
+
+def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> None:
+    from perfpages.postgres import EmbeddedServer, embedded_binaries
+
+    external = EmbeddedServer(embedded_binaries())  # stands in for a server the user runs
+    try:
+        external.start({})
+        with external.target.connect("postgres") as conn:
+            conn.execute("CREATE DATABASE extdb")
+        dsn = f"postgresql://postgres:s3cret@127.0.0.1:{external.port}/extdb"
+        run_dir = run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path,
+                              labels=["a"], dsn=dsn, command=f"invoke bench.run --dsn {dsn}"),
+                      quiet())
+        r = open_run(run_dir)
+        assert r.manifest.status == "complete" and all(w.status == "ok" for w in r.windows)
+        assert f"postgresql://postgres@127.0.0.1:{external.port}/extdb" in r.manifest.command
+        for path in run_dir.rglob("*"):
+            assert not path.is_file() or b"s3cret" not in path.read_bytes(), path
+        assert external.running()  # the harness never stops a server it does not own
+        with pytest.raises(PerfpagesError, match="need the embedded server"):
+            run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, dsn=dsn), quiet())
+        assert [p.name for p in tmp_path.iterdir()] == [run_dir.name]  # nothing half-made
+    finally:
+        external.destroy()
+    assert leftover_servers() == []

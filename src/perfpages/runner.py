@@ -110,6 +110,11 @@ class Runner:
     def run(self) -> Path:
         suite, recorded = self.load_suite()
         o = self.opts
+        tuned = [x.name for x in suite.labels if x.pg_settings]
+        if o.dsn and tuned:
+            raise PerfpagesError(f"labels with pg_settings need the embedded server: "
+                                 f"{', '.join(tuned)}", key="--dsn",
+                                 fix="drop --dsn, or choose other labels with --labels")
         run_id = recorded.id if recorded else "?"
         with _sigterm_as_interrupt():
             try:
