@@ -144,7 +144,7 @@ def invoke(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("args", "needle"), [
     (["--suite", "nope"], "no suite 'nope'"),
     (["--suite", "tiny", "--labels", "zz"], "no label 'zz'"),
-    (["--suite", "tiny", "--dsn", "postgresql://bob:s3cret@127.0.0.1:{port}/app"],
+    (["--suite", "tiny", "--labels", "a", "--dsn", "postgresql://bob:s3cret@127.0.0.1:{port}/app"],
      "cannot connect to postgresql://bob@127.0.0.1"),
 ])
 def test_user_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
