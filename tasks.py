@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from perfpages import console  # noqa: E402
 
 RESULTS = ROOT / "results"
+BENCHMARKS = ROOT / "benchmarks"
 MKDOCS_YML = ROOT / "mkdocs.yml"
 RESULTS_HELP = "directory of archived runs (default: results/ of this checkout)"
 
@@ -24,6 +25,33 @@ def _results(results: str | None) -> Path:
 def _exit(code: int) -> None:
     if code:
         raise Exit(code=code)
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+@task(help={"suite": "suite name: benchmarks/NAME.py",
+            "labels": "only these labels, comma-separated",
+            "blocks": "only these blocks, comma-separated",
+            "rounds": "rounds (default: the suite's)",
+            "quick": "the suite's quick sizes (the run's scope and title say so)",
+            "resume": "complete this partial run instead of starting a new one",
+            "dsn": "an external server, postgresql://USER[:PASSWORD]@HOST:PORT/DB "
+                   "(the password is never archived)",
+            "seed": "seed of the label order (default: random, always recorded)",
+            "results": RESULTS_HELP})
+def run(c: Context, suite: str | None = None, labels: str | None = None,
+        blocks: str | None = None, rounds: int | None = None, quick: bool = False,
+        resume: str | None = None, dsn: str | None = None, seed: int | None = None,
+        results: str | None = None) -> None:
+    """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
+    from perfpages.runner import Options
+
+    opts = Options(suite=suite, benchmarks=BENCHMARKS, results=_results(results),
+                   labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
+                   resume=resume, dsn=dsn, seed=seed, command="invoke " + " ".join(sys.argv[1:]))
+    _exit(console.run_command(lambda out: console.run_suite(opts, out)))
 
 
 @task(help={"results": RESULTS_HELP})
@@ -73,6 +101,7 @@ def serve(c: Context, port: int = 8000) -> None:
 
 
 bench = Collection("bench")
+bench.add_task(run)
 bench.add_task(list_, name="list")
 bench.add_task(report)
 bench.add_task(verify)

@@ -11,7 +11,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from perfpages import report
+from perfpages import report, saturation
 from perfpages.archive import Run, find_runs, open_run, read_manifest, resolve, verify
 from perfpages.cite import cite
 from perfpages.errors import ArchiveError, PerfpagesError
@@ -27,6 +27,18 @@ def run_command(action: Callable[[Console], int], console: Console | None = None
     except PerfpagesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def run_suite(opts: Any, console: Console) -> int:
+    """`bench run`: replay a suite (or resume a run), then print where it was archived."""
+    from perfpages import runner
+
+    run_dir = runner.run(opts, console)
+    status = read_manifest(run_dir).status
+    console.print(f"{status}: {run_dir}", highlight=False)
+    console.print(f"report: invoke bench.report {run_dir.name} --results {run_dir.parent}",
+                  highlight=False)
+    return 0
 
 
 def list_runs(results_dir: Path, console: Console) -> int:
@@ -134,6 +146,15 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
             console.print(f"- {line}", highlight=False)
     for d in data["drift"]:
         console.print(report.drift_line(d), highlight=False)
+    knees = data.get("saturation", [])
+    if knees:
+        console.print("[bold]Saturation[/bold] (doubling the clients: throughput vs p95)")
+        for k in knees:
+            console.print(_highlight(f"- {saturation.line(k)}"), highlight=False)
+    if data.get("diagnostics"):
+        console.print("[bold]Diagnostics[/bold] (files under diagnostics/)")
+        for text in data["diagnostics"]:
+            console.print(text, highlight=False, markup=False)
     for note in data["notes"]:
         console.print(f"note: {note}", highlight=False)
 

