@@ -84,6 +84,12 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
         self.newest = {}
         nav.items = self._order(nav.items)
+        # Previous/next links follow the new order; pages outside the nav keep theirs.
+        in_nav = {id(p) for p in nav.pages}
+        nav.pages = [p for p in _walk(nav.items) if id(p) in in_nav]
+        bookended = [None, *nav.pages, None]
+        for before, current, after in zip(bookended, nav.pages, bookended[2:], strict=False):
+            current.previous_page, current.next_page = before, after
         return nav
 
     def _order(self, items: list[Any]) -> list[Any]:
@@ -118,6 +124,16 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             n, top, newest_src = self.newest[page.file.src_uri]
             text = version.banner(n, top, newest_src, page.file.src_uri) + text
         return text
+
+
+def _walk(items: list[Any]) -> list[Page]:
+    out: list[Page] = []
+    for item in items:
+        if isinstance(item, Page):
+            out.append(item)
+        elif isinstance(item, Section):
+            out.extend(_walk(item.children))
+    return out
 
 
 def page_render(markdown: str, meta: dict[str, Any], shown: str, source: str,

@@ -8,6 +8,8 @@ verified on every build, so a corrupted archive is never published as intact.
 from __future__ import annotations
 
 import hashlib
+import html
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -56,7 +58,9 @@ def render(run: Run, site_url: str) -> str:
     """The Markdown of one run's page; every value from the archive is escaped."""
     m = run.manifest
     data = report.build(run) if run.measured else None
-    out = [f"# {escape.md(m.title)}", ""]
+    # The theme prints a page's title unescaped in <title>: give it one that is already escaped.
+    out = ["---", f"title: {json.dumps(html.escape(m.title))}", "---", "",
+           f"# {escape.md(m.title)}", ""]
     if m.scope == "synthetic":
         out += ['!!! warning "Synthetic run"', "",
                 "    Generated values written by the real archive writer: not a measurement.", ""]
@@ -182,7 +186,8 @@ class RunPages:
                     cache_path.parent.mkdir(parents=True, exist_ok=True)
                     cache_path.write_text(text, encoding="utf-8")
         except PerfpagesError as exc:
-            text = (f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
+            text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
+                    f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
                     f"    {escape.md(exc)}\n")
             return RunEntry(run_dir.name, text, problem=str(exc))
         return RunEntry(run_dir.name, text, _site_files(run_dir), manifest)
