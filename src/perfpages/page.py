@@ -221,3 +221,21 @@ def check_docs(docs_dir: Path, results_dir: Path, root: Path) -> Iterator[
             continue
         for claim in rendered.claims:
             yield f"{claim.path}:{claim.line}", claim
+
+
+class _AnyTags(yaml.SafeLoader):
+    """mkdocs.yml may use !ENV or !!python tags; finding two paths needs none of them."""
+
+
+_AnyTags.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def site_paths(mkdocs_yml: Path) -> tuple[Path, Path]:
+    """docs_dir and the perfpages plugin's results directory named by an mkdocs.yml."""
+    config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_AnyTags) or {}
+    root = mkdocs_yml.resolve().parent
+    results = "results"
+    for plugin in config.get("plugins") or []:
+        if isinstance(plugin, dict) and isinstance(plugin.get("perfpages"), dict):
+            results = plugin["perfpages"].get("results", results)
+    return root / config.get("docs_dir", "docs"), root / results
