@@ -11,11 +11,13 @@ import pytest
 import yaml
 
 from perfpages import lint
+from perfpages.analysis import Change
 from perfpages.claim import Conditions, shown_percent
+from perfpages.macro import Macros
 from perfpages.page import protect, restore, site_paths, split
 from perfpages.pins import Pins
 from perfpages.store import RunStore
-from sites import DEMO, make_results
+from sites import DEMO, SWEEP, make_results
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +63,6 @@ def test_claims_compare_what_the_page_displays(results: Path) -> None:
     conditions = Conditions(pins)
     (a, b), = pins.pairs("v1.0", "v1.1", metric="throughput", block="callers",
                          where={"call": "lookup"})
-    from perfpages.analysis import Change
-
     change = Change("throughput", a.cell, b.cell)
     printed = shown_percent(change)
     assert printed != change.percent  # the raw change has more digits than the page shows
@@ -112,3 +112,12 @@ def test_pytest_collects_each_claim_with_the_build_message(tmp_path: Path,
     assert "test_claim[docs/perf.md:8] FAILED" in done.stdout
     assert ("\ndocs/perf.md:8: claim \"v1.0 is faster\" — expected a clear gain of v1.0 over v1.1 "
             "in every cell (throughput), data callers, call=lookup") in done.stdout
+
+
+def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None:
+    store = RunStore(results)
+    macros = Macros(Pins({"d": store.get(DEMO), "s": store.get(SWEEP)}))
+    text = macros.table("throughput", rows="call", run="d", block="callers", change="v1.0")
+    header = text.strip().split("\n")[0]
+    assert header == ("| throughput (/s) | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
+                      "| v1.1 + cache vs v1.0 |")

@@ -17,9 +17,9 @@ SERIES_COLOURS = 6
 
 # Shipped as assets/perfpages.css by the plugin: an Okabe–Ito palette, lighter on dark pages.
 STYLE = """\
-.perfpages-chart { margin: 1em 0; }
+.md-typeset figure.perfpages-chart { width: 100%; }
 .perfpages-chart svg {
-  width: 100%; height: auto; max-width: 44rem;
+  width: 100%; height: auto; max-width: 48rem;
   color: var(--md-typeset-color, currentColor);
 }
 .perfpages-chart figcaption { font-size: .8em; }
@@ -107,7 +107,7 @@ def svg(series: list[Series], *, title: str, x_title: str, y_title: str,
         return TOP + plot_h * (1 - y / y_max)
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-           f'role="img" aria-label="{escape(title)}" font-size="12" fill="currentColor">',
+           f'role="img" aria-label="{escape(title)}" font-size="13" fill="currentColor">',
            f"<title>{escape(title)}</title>"]
     for t in ticks:
         y = py(t)

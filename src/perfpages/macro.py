@@ -57,7 +57,7 @@ def verdict(change: Change) -> str:
 def _order(values: Iterable[Any], preferred: list[str]) -> list[Any]:
     unique = list(dict.fromkeys(values))
     if all(v in preferred for v in unique):
-        return [v for v in preferred if v in unique]
+        return [v for v in dict.fromkeys(preferred) if v in unique]
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in unique):
         return sorted(unique)
     return unique
@@ -90,7 +90,8 @@ class Macros:
         if len(metrics) > 1 and "metric" not in (rows, columns):
             raise AnalysisError("several metrics need rows='metric' or columns='metric'")
         found = [f for m in metrics for f in self.pins.select(metric=m, **filters)]
-        labels = [lab for alias in self.pins.runs for lab in self.pins.labels(alias)]
+        labels = list(dict.fromkeys(lab for alias in self.pins.runs
+                                    for lab in self.pins.labels(alias)))
         row_keys = _order((f.value(rows) for f in found), labels + metrics)
         col_keys = _order((f.value(columns) for f in found), labels + metrics)
         grid: dict[tuple[Any, Any], Found] = {}

@@ -51,7 +51,7 @@ def _size(n: int) -> str:
 
 
 def _rows(pairs: list[tuple[str, str]]) -> str:
-    return escape.table(["", ""], [[f"**{escape.md(k)}**", v] for k, v in pairs])
+    return "\n".join(f"- **{escape.md(k)}**: {v}" for k, v in pairs)
 
 
 def render(run: Run, site_url: str) -> str:
