@@ -121,3 +121,12 @@ def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None
     header = text.strip().split("\n")[0]
     assert header == ("| throughput (/s) | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
                       "| v1.1 + cache vs v1.0 |")
+
+
+def test_the_guide_documents_every_macro_and_condition(results: Path) -> None:
+    guide = (Path(__file__).parent.parent / "docs/guide/pages.md").read_text(encoding="utf-8")
+    pins = Pins({"d": RunStore(results).get(DEMO)})
+    for name in Macros(pins).namespace():
+        assert f"### {name}\n" in guide, name
+    for name in Conditions(pins).namespace():
+        assert f"| `{name}(" in guide, name
