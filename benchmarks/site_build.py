@@ -1,0 +1,146 @@
+"""Site build time: what the perfpages plugin costs, and how it grows with the archive.
+
+Two ratios, each measured side by side in one process, builds interleaved, medians of ROUNDS:
+
+1. plugin ÷ plain: the same site (performance pages, run pages, run files) built with the plugin,
+   and pre-rendered to plain Markdown built without it (target ≤ 1.3×);
+2. 100 runs ÷ 10 runs: the same performance pages with 100 or 10 archived runs (target ≤ 1.2×).
+
+Archives are synthetic (perfpages.synthetic, the real writer). The plugin's page cache is warm
+(the steady state of `mkdocs serve` and of CI with .cache/ kept); the first, cold build is
+reported beside it.
+
+    python benchmarks/site_build.py [--rounds 5] [--pages 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+
+from perfpages.page import render_file
+from perfpages.runpage import PREFIX, RunPages, index
+from perfpages.store import RunStore
+from perfpages.synthetic import Spec, generate
+
+PINNED = "2026-11-01-synthetic-r000"
+PAGE = """---
+runs:
+  demo: {run}
+---
+# Synthetic page {n} (generated values, not a measurement)
+
+{{{{ table("throughput", rows="call", columns="label", block="callers", change="v1.0") }}}}
+
+{{{{ table(["p50", "p99"], rows="metric", columns="label", block="one-caller") }}}}
+
+One caller waits {{{{ figure("p50", label="v1.1", block="one-caller") }}}}; v1.1 over v1.0:
+{{{{ change("v1.0", "v1.1", block="callers") }}}}.
+
+{{{{ claim("The cache is faster.", faster("v1.0", "v1.1 + cache", block="callers")) }}}}
+{{{{ claim("v1.1 gains a few percent.", between(1, 15, "v1.0", "v1.1", block="callers")) }}}}
+{{{{ claim("p99 stays low.", below("p99", 100, block="one-caller")) }}}}
+
+{{{{ chart("call", "throughput", block="callers", title="Throughput by call") }}}}
+"""
+
+
+def make_results(root: Path, count: int) -> Path:
+    for i in range(count):
+        generate(root, Spec(run_id=f"2026-11-01-synthetic-r{i:03d}", seed=i))
+    return root
+
+
+def write_project(project: Path, docs: dict[str, str | Path], plugin: dict[str, object] | None,
+                  ) -> Path:
+    if project.exists():
+        shutil.rmtree(project)
+    for name, content in docs.items():
+        target = project / "docs" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copyfile(content, target)
+        else:
+            target.write_text(content, encoding="utf-8")
+    plugins: list[object] = ["search"] + ([{"perfpages": plugin}] if plugin else [])
+    config = {"site_name": "bench", "site_url": "https://example.org/",
+              "theme": {"name": "material", "font": False},
+              "markdown_extensions": ["admonition", "tables", "pymdownx.superfences"],
+              "plugins": plugins}
+    (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return project / "mkdocs.yml"
+
+
+def prerendered(results: Path, pages: dict[str, str], scratch: Path) -> dict[str, str | Path]:
+    """The plugin's output as plain files: rendered pages, run pages, run files."""
+    store = RunStore(results)
+    out: dict[str, str | Path] = {}
+    for name, text in pages.items():
+        source = scratch / name
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(text, encoding="utf-8")
+        out[name] = render_file(source, path=f"docs/{name}", store=store).markdown
+    entries = RunPages(results, None, "https://example.org/").entries()
+    for entry in entries:
+        out[f"{PREFIX}/{entry.id}.md"] = entry.markdown
+        for site_path, file in entry.files.items():
+            out[site_path] = file
+    out[f"{PREFIX}/index.md"] = index(entries)
+    return out
+
+
+def timed(yml: Path) -> float:
+    start = time.perf_counter()
+    build(load_config(config_file=str(yml)))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--pages", type=int, default=6)
+    args = parser.parse_args()
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)
+    work = Path(tempfile.mkdtemp(prefix="perfpages-bench-"))
+    pages = {"index.md": "# Home\n"}
+    pages |= {f"perf/v{n}.md": PAGE.format(run=PINNED, n=n) for n in range(1, args.pages + 1)}
+    print(f"generating 100 synthetic runs in {work} …", flush=True)
+    few = make_results(work / "results-10", 10)
+    many = work / "results-100"
+    shutil.copytree(few, many)
+    for i in range(10, 100):
+        generate(many, Spec(run_id=f"2026-11-01-synthetic-r{i:03d}", seed=i))
+    (work / "scratch").mkdir()
+    plugin10 = write_project(work / "plugin-10", pages, {"results": str(few)})
+    plugin100 = write_project(work / "plugin-100", pages, {"results": str(many)})
+    plain10 = write_project(work / "plain-10", prerendered(few, pages, work / "scratch"), None)
+    cold10, cold100 = timed(plugin10), timed(plugin100)  # fills each project's cache
+    times: dict[str, list[float]] = {"plugin-10": [], "plain-10": [], "plugin-100": []}
+    for _ in range(args.rounds):
+        times["plugin-10"].append(timed(plugin10))
+        times["plain-10"].append(timed(plain10))
+        times["plugin-100"].append(timed(plugin100))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for name, values in times.items():
+        print(f"{name:>11}: median {med[name]:.2f} s  (min {min(values):.2f}, "
+              f"max {max(values):.2f}, {len(values)} builds)")
+    print(f"{'cold':>11}: 10 runs {cold10:.2f} s, 100 runs {cold100:.2f} s (empty page cache)")
+    print(f"plugin ÷ plain (10 runs, {args.pages} performance pages): "
+          f"{med['plugin-10'] / med['plain-10']:.2f}×  (target ≤ 1.3×)")
+    print(f"100 runs ÷ 10 runs (plugin, warm cache): "
+          f"{med['plugin-100'] / med['plugin-10']:.2f}×  (target ≤ 1.2×)")
+    print(f"100 runs ÷ 10 runs (plugin, cold cache): {cold100 / cold10:.2f}×")
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
