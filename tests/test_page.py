@@ -130,3 +130,15 @@ def test_the_guide_documents_every_macro_and_condition(results: Path) -> None:
         assert f"### {name}\n" in guide, name
     for name in Conditions(pins).namespace():
         assert f"| `{name}(" in guide, name
+
+
+def test_selection_by_parameter_values_and_bounds(results: Path) -> None:
+    pins = Pins({"s": RunStore(results).get(SWEEP)})
+
+    def callers(**filters: object) -> list[object]:
+        return [f.params["callers"] for f in pins.select(metric="p99", label="v1.0", **filters)]
+
+    assert callers(up_to={"callers": 4}) == [1, 2, 4]
+    assert callers(from_={"callers": 8}) == [8, 16, 32]
+    assert callers(where={"callers": 32}) == callers(where={"callers": "32"}) == [32]
+    assert callers(where={"call": "lookup"}, up_to={"callers": 1}) == [1]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from html import unescape
 from pathlib import Path
 
@@ -205,3 +209,26 @@ def test_versions_newest_first_and_old_ones_say_so(tmp_path: Path, results: Path
     assert "kept as published" in html(site, "perf/v1/index.html")
     assert 'href="../v10/"' in html(site, "perf/v1/index.html")
     assert "kept as published" not in html(site, "perf/v10/index.html")
+
+
+def test_warm_builds_read_the_cache_and_still_catch_corruption(tmp_path: Path,
+                                                               results: Path) -> None:
+    own = tmp_path / "results"
+    shutil.copytree(results / DEMO, own / DEMO)
+    page = PIN + "{{ figure('throughput', label='v1.1', where={'call': 'page'}) }}\n"
+    project = tmp_path / "project"
+    first, _ = build_site(project, {"index.md": page}, own)
+    cold = article(html(first))
+    assert list((project / ".cache/perfpages/cells").glob(f"{DEMO}.*.json"))
+    code = ("import sys, logging; from mkdocs.commands.build import build; "
+            "from mkdocs.config import load_config; "
+            f"build(load_config(config_file={str(project / 'mkdocs.yml')!r}, strict=True)); "
+            "print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.stdout.strip() == "False"  # a warm build decodes nothing and imports no pandas
+    assert article(html(project / "site")) == cold
+    with (own / DEMO / "results.jsonl").open("a") as fh:
+        fh.write("\n")
+    with pytest.raises(Failed, match=f"runs.demo: run '{DEMO}' is corrupt"):
+        build_site(project, {"index.md": page}, own)

@@ -78,8 +78,8 @@ class Macros:
             return escape.md(f"{value} ({unit})" if unit else value)
         if dimension == "block":
             for loaded in self.pins.runs.values():
-                if value in loaded.run.manifest.blocks:
-                    return escape.md(loaded.run.manifest.block(value).title or value)
+                if value in loaded.manifest.blocks:
+                    return escape.md(loaded.manifest.block(value).title or value)
         return escape.md(value)
 
     def table(self, metric: str | list[str] = "throughput", rows: str = "parameters",

@@ -52,8 +52,10 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         if config.config_file_path:
             self.root = Path(config.config_file_path).resolve().parent
         self.results_dir = (self.root / self.config.results).resolve()
-        if self.store is None or self.store.results_dir != self.results_dir:
-            self.store = RunStore(self.results_dir)
+        cache = self.root / ".cache" / "perfpages" if self.config.cache else None
+        if self.store is None or self.store.results_dir != self.results_dir or \
+                self.store.cache_dir != cache:
+            self.store = RunStore(self.results_dir, cache)
         if CSS not in config.extra_css:
             config.extra_css.append(CSS)
         return config

@@ -6,15 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from perfpages.analysis import Cell, check_comparable
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.store import Loaded, RunStore
 
 # Dimensions a table can lay out besides the run's own parameters.
 FIXED_DIMENSIONS = ("run", "block", "label", "metric", "parameters")
-_FRAME_COLUMNS = ("run", "kind", "block", "label", "round", "parameters", "metric", "value")
 
 
 @dataclass(frozen=True)
@@ -57,17 +54,22 @@ def parse_front_matter(meta: Mapping[str, Any], where: str) -> dict[str, str]:
                          fix="write it as `runs: {new: 2026-11-01-suite}` or a list of ids")
 
 
-def _number(value: Any) -> Any:
-    """Parameter values as archived: 32.0 in a float column was the integer 32."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
-def _matches(column: pd.Series, value: Any) -> pd.Series:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return pd.to_numeric(column, errors="coerce") == float(value)
-    return column.astype(str) == str(value)
+def _same(actual: Any, wanted: Any) -> bool:
+    """A parameter equals a filter value: numbers as numbers (32 == 32.0), else as text."""
+    if isinstance(wanted, int | float) and not isinstance(wanted, bool):
+        return _float(actual) == float(wanted)
+    return actual is not None and str(actual) == str(wanted)
+
+
+def _number_at_most(actual: Any, limit: float) -> bool:
+    return _float(actual) <= float(limit)  # NaN (absent, not a number) is never within
 
 
 class Pins:
@@ -95,11 +97,11 @@ class Pins:
                                     fix=f"pin it in the front matter, or use one of: "
                                         f"{', '.join(self.runs) or 'none'}")
         if len(names) > 1:
-            check_comparable([self.runs[n].run.manifest for n in names])
+            check_comparable([self.runs[n].manifest for n in names])
         return names
 
     def labels(self, alias: str) -> list[str]:
-        return list(self.runs[alias].run.manifest.labels)
+        return list(self.runs[alias].manifest.labels)
 
     def select(self, *, metric: str, run: str | Iterable[str] | None = None,
                block: str | None = None, label: str | Iterable[str] | None = None,
@@ -109,52 +111,51 @@ class Pins:
         """Every measured cell of `metric` matching the filters, in archive order."""
         found: list[Found] = []
         for alias in self.aliases(run):
-            frame = self.runs[alias].frame
-            rows = frame[(frame["kind"] == "measure") & (frame["metric"] == metric)]
-            if block is not None:
-                rows = rows[rows["block"] == block]
+            wanted = None
             if label is not None:
-                wanted = [label] if isinstance(label, str) else list(label)
-                unknown = [w for w in wanted if w not in self.labels(alias)]
+                wanted = {label} if isinstance(label, str) else set(label)
+                unknown = sorted(wanted - set(self.labels(alias)))
                 if unknown:
                     raise AnalysisError(f"no label {unknown[0]!r} in run {alias!r}",
                                         fix=f"use one of: {', '.join(self.labels(alias))}")
-                rows = rows[rows["label"].isin(wanted)]
-            for name, value in (where or {}).items():
-                self._has(frame, name)
-                rows = rows[_matches(rows[name], value)]
-            for bound, sign in ((up_to, 1), (from_, -1)):
-                for name, limit in (bound or {}).items():
-                    self._has(frame, name)
-                    numbers = pd.to_numeric(rows[name], errors="coerce")
-                    rows = rows[sign * numbers <= sign * float(limit)]
-            param_names = [c for c in frame.columns if c not in _FRAME_COLUMNS]
-            for (blk, pkey, lab), group in rows.groupby(["block", "parameters", "label"],
-                                                        sort=False):
-                first = group.iloc[0]
-                params = {p: _number(first[p]) for p in param_names if pd.notna(first[p])}
-                values = tuple(group.sort_values("round")["value"].tolist())
-                found.append(Found(alias, blk, pkey, lab, metric, params, Cell(values)))
+            for name in [*(where or {}), *(up_to or {}), *(from_ or {})]:
+                self._has(alias, name)
+            for f in self._cells(alias):
+                if f.metric != metric or (block is not None and f.block != block) or (
+                        wanted is not None and f.label not in wanted):
+                    continue
+                if all(_same(f.params.get(k), v) for k, v in (where or {}).items()) and \
+                        all(_number_at_most(f.params.get(k), v) for k, v in (up_to or {}).items()) \
+                        and all(_number_at_most(-_float(f.params.get(k)), -float(v))
+                                for k, v in (from_ or {}).items()):
+                    found.append(f)
         if not found:
             self._explain(metric, run, block, label, where)
         return found
 
-    @staticmethod
-    def _has(frame: pd.DataFrame, name: str) -> None:
-        if name not in frame.columns:
-            params = [c for c in frame.columns if c not in _FRAME_COLUMNS]
-            raise AnalysisError(f"no parameter {name!r} in the run",
+    def _cells(self, alias: str) -> list[Found]:
+        """Every measured cell of a run under this page's alias (made once per loaded run)."""
+        loaded = self.runs[alias]
+        key = ("found", alias)
+        if key not in loaded.memo:
+            loaded.memo[key] = [Found(alias, r.block, r.parameters, r.label, r.metric, r.params,
+                                      Cell(r.values)) for r in loaded.cells]
+        return loaded.memo[key]
+
+    def _has(self, alias: str, name: str) -> None:
+        params = sorted({p for r in self.runs[alias].cells for p in r.params})
+        if name not in params:
+            raise AnalysisError(f"no parameter {name!r} in run {alias!r}",
                                 fix=f"use one of: {', '.join(params) or 'none'}")
 
     def _explain(self, metric: str, run: Any, block: str | None, label: Any,
                  where: Mapping[str, Any] | None) -> None:
-        metrics = sorted({m for a in self.aliases(run) for m in
-                          self.runs[a].frame.query("kind == 'measure'")["metric"].unique()})
+        cells = [r for a in self.aliases(run) for r in self.runs[a].cells]
+        metrics = sorted({r.metric for r in cells})
         if metric not in metrics:
             raise AnalysisError(f"no metric {metric!r} in the data",
                                 fix=f"use one of: {', '.join(metrics)}")
-        blocks = sorted({b for a in self.aliases(run) for b in
-                         self.runs[a].frame.query("kind == 'measure'")["block"].unique()})
+        blocks = sorted({r.block for r in cells})
         if block is not None and block not in blocks:
             raise AnalysisError(f"no block {block!r} in the data",
                                 fix=f"use one of: {', '.join(blocks)}")
@@ -178,4 +179,4 @@ class Pins:
         return out
 
     def min_rounds(self, alias: str) -> int:
-        return self.runs[alias].run.manifest.method.min_rounds
+        return self.runs[alias].manifest.method.min_rounds

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from perfpages import escape, report
+from perfpages import escape
 from perfpages.archive import RUN_FILE, Run, archived_files, find_runs, open_run, read_manifest
-from perfpages.cite import cite
 from perfpages.errors import PerfpagesError
 from perfpages.manifest import Manifest
+from perfpages.store import code_hash
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
 _SOURCES = ("runpage.py", "report.py", "cite.py", "analysis.py", "metric.py", "frame.py",
@@ -32,14 +32,6 @@ class RunEntry:
     files: dict[str, Path] = field(default_factory=dict)  # site path -> archived file
     manifest: Manifest | None = None
     problem: str | None = None  # why the run could not be read
-
-
-def _code_hash() -> str:
-    here = Path(__file__).parent
-    digest = hashlib.sha256()
-    for name in _SOURCES:
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def _size(n: int) -> str:
@@ -56,6 +48,9 @@ def _rows(pairs: list[tuple[str, str]]) -> str:
 
 def render(run: Run, site_url: str) -> str:
     """The Markdown of one run's page; every value from the archive is escaped."""
+    from perfpages import report  # pandas: only when a page is not in the cache
+    from perfpages.cite import cite
+
     m = run.manifest
     data = report.build(run) if run.measured else None
     # The theme prints a page's title unescaped in <title>: give it one that is already escaped.
@@ -111,6 +106,8 @@ def render(run: Run, site_url: str) -> str:
 
 
 def _results(data: dict[str, object]) -> list[str]:
+    from perfpages import report
+
     out = ["## Results", "", "Each cell is the median of the rounds with its min–max range.", ""]
     for table in data["tables"]:  # type: ignore[attr-defined]
         out += [f"### {escape.md(table['title'])}", "",
@@ -160,31 +157,27 @@ class RunPages:
         self.results_dir = Path(results_dir)
         self.cache_dir = cache_dir
         self.site_url = site_url
-        self._code = _code_hash()
+        self._code = code_hash(_SOURCES)
 
-    def _cached(self, run_dir: Path) -> tuple[Path | None, str | None]:
+    def _cache_path(self, run_dir: Path) -> Path | None:
         if self.cache_dir is None:
-            return None, None
+            return None
         raw = (run_dir / RUN_FILE).read_bytes()
         key = hashlib.sha256(raw + self._code.encode() + self.site_url.encode()).hexdigest()
-        path = self.cache_dir / f"{run_dir.name}.{key[:24]}.md"
-        if not path.is_file():
-            return path, None
-        manifest = read_manifest(run_dir)
-        if manifest.status != "complete" or archived_files(run_dir) != manifest.files:
-            return None, None  # open_run below names the problem
-        return path, path.read_text(encoding="utf-8")
+        return self.cache_dir / f"{run_dir.name}.{key[:24]}.md"
 
     def entry(self, run_dir: Path) -> RunEntry:
         try:
-            cache_path, text = self._cached(run_dir)
             manifest = read_manifest(run_dir)
-            if text is None:
-                run = open_run(run_dir)
-                text = render(run, self.site_url)
-                if cache_path is not None and manifest.status == "complete":
-                    cache_path.parent.mkdir(parents=True, exist_ok=True)
-                    cache_path.write_text(text, encoding="utf-8")
+            cache = self._cache_path(run_dir) if manifest.status == "complete" else None
+            if cache is not None and cache.is_file() and \
+                    archived_files(run_dir) == manifest.files:
+                text = cache.read_text(encoding="utf-8")
+            else:  # not cached, or its files changed: open_run names the problem
+                text = render(open_run(run_dir), self.site_url)
+                if cache is not None:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    cache.write_text(text, encoding="utf-8")
         except PerfpagesError as exc:
             text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
                     f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
