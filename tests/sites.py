@@ -21,6 +21,7 @@ SWEEP = "2026-11-02-synthetic-sweep"
 HOSTILE = "2026-11-03-synthetic-hostile"
 PARTIAL = "2026-11-04-synthetic-partial"
 CORRUPT = "2026-11-05-synthetic-corrupt"
+DIAGNOSED = "2026-11-06-synthetic-diagnosed"
 SCRIPT_LABEL = "<script>alert(1)</script>"
 
 
@@ -40,6 +41,11 @@ def make_results(root: Path, corrupt: bool = False) -> Path:
         for window in demo.windows[:20]:
             writer.append(window)
         writer.finish("partial")
+    with ArchiveWriter.create(root, replace(demo.manifest, id=DIAGNOSED, files={})) as writer:
+        for window in demo.windows:
+            writer.append(window)
+        writer.write_file("diagnostics/callers/statements.json", '{"calls": 3}\n')
+        writer.finish("complete")
     if not corrupt:
         return root
     shutil.copytree(root / DEMO, root / CORRUPT)

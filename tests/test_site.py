@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from sites import DEMO, HOSTILE, PARTIAL, SCRIPT_LABEL, SWEEP, Failed, build_site, make_results
+from sites import (
+    DEMO,
+    DIAGNOSED,
+    HOSTILE,
+    PARTIAL,
+    SCRIPT_LABEL,
+    SWEEP,
+    Failed,
+    build_site,
+    make_results,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -232,3 +242,14 @@ def test_warm_builds_read_the_cache_and_still_catch_corruption(tmp_path: Path,
         fh.write("\n")
     with pytest.raises(Failed, match=f"runs.demo: run '{DEMO}' is corrupt"):
         build_site(project, {"index.md": page}, own)
+
+
+def test_run_page_lists_diagnostics_with_downloads(tmp_path: Path, results: Path) -> None:
+    site, warnings = build_site(tmp_path, {"index.md": "# Home\n"}, results)
+    assert warnings == []
+    page = article(html(site, f"runs/{DIAGNOSED}/index.html"))
+    assert "Diagnostics" in page
+    assert f'href="../{DIAGNOSED}/diagnostics/callers/statements.json"' in page or \
+        'href="diagnostics/callers/statements.json"' in page
+    copied = site / f"runs/{DIAGNOSED}/diagnostics/callers/statements.json"
+    assert copied.read_text() == '{"calls": 3}\n'

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
 from hdrh.histogram import HdrHistogram
 
 LOWEST_US = 1
@@ -53,6 +52,8 @@ class Latency:
         take seconds."""
         if self.count == 0:
             return {}
+        import numpy as np  # here, not at import: reading a manifest needs no numpy
+
         hdr = self.hdr
         counts = np.ctypeslib.as_array(hdr.counts)[: hdr.counts_len]
         index = np.flatnonzero(counts)
