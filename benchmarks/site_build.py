@@ -75,10 +75,14 @@ def write_project(project: Path, docs: dict[str, str | Path], plugin: dict[str, 
         else:
             target.write_text(content, encoding="utf-8")
     plugins: list[object] = ["search"] + ([{"perfpages": plugin}] if plugin else [])
+    perf = sorted(n for n in docs if n.startswith("perf/"))
+    nav = ["index.md", {"Performance": perf}]  # as mkdocs.yml: run pages reached from runs/
+    if f"{PREFIX}/index.md" in docs or (plugin and plugin.get("run_pages", True)):
+        nav.append({"Runs": f"{PREFIX}/index.md"})
     config = {"site_name": "bench", "site_url": "https://example.org/",
               "theme": {"name": "material", "font": False},
               "markdown_extensions": ["admonition", "tables", "pymdownx.superfences"],
-              "plugins": plugins}
+              "plugins": plugins, "nav": nav}
     (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     return project / "mkdocs.yml"
 

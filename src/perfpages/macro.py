@@ -6,7 +6,7 @@ figure that is not a measurement (a setting, a size) so the lint lets it stand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from perfpages import chart as svgchart
@@ -207,6 +207,3 @@ def given(text: object) -> str:
     """A figure that is not a measurement (a setting, a size): shown as typed, never linted."""
     return escape.md(text)
 
-
-def describe_filters(filters: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in filters.items() if v is not None)

@@ -19,7 +19,7 @@ from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, get_plugin_logger
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
@@ -75,8 +75,11 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         for entry in entries:
             if entry.problem:
                 log.warning(f"{entry.problem}")
+            # Run pages stay out of the nav (the index links them): a nav of hundreds of runs
+            # would be rendered into every page of the site.
             files.append(File.generated(config, f"{runpage.PREFIX}/{entry.id}.md",
-                                        content=entry.markdown))
+                                        content=entry.markdown,
+                                        inclusion=InclusionLevel.NOT_IN_NAV))
             for site_path, source in entry.files.items():
                 files.append(File.generated(config, site_path, abs_src_path=str(source)))
         files.append(File.generated(config, f"{runpage.PREFIX}/index.md",
