@@ -6,13 +6,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import comb
 from statistics import median
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from perfpages.errors import AnalysisError, ComparabilityError
 from perfpages.manifest import Manifest
 from perfpages.metric import info
+
+if TYPE_CHECKING:  # pandas is imported where a frame is used: a site build may need none
+    import pandas as pd
 
 # The machine fingerprint keys that must match before two runs share a table or a claim.
 FINGERPRINT_KEYS = ("cpu", "cores", "memory_gib", "kernel", "python", "postgresql")
@@ -136,6 +137,8 @@ def select(frame: pd.DataFrame, *, block: str | None = None, label: str | None =
            metric: str | None = None, kind: str = "measure",
            params: dict[str, Any] | None = None, run: str | None = None) -> pd.DataFrame:
     """Rows matching every given dimension; parameters match by their own columns."""
+    import pandas as pd
+
     mask = pd.Series(True, index=frame.index)
     for column, value in (("kind", kind), ("block", block), ("label", label),
                           ("metric", metric), ("run", run)):

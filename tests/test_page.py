@@ -1,0 +1,144 @@
+"""The core of performance pages without MkDocs: code left literal, lines, lint, precision."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfpages import lint
+from perfpages.analysis import Change
+from perfpages.claim import Conditions, shown_percent
+from perfpages.macro import Macros
+from perfpages.page import protect, restore, site_paths, split
+from perfpages.pins import Pins
+from perfpages.store import RunStore
+from sites import DEMO, SWEEP, make_results
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_results(tmp_path_factory.mktemp("results"))
+
+
+def test_code_is_set_aside_line_for_line() -> None:
+    body = "a {{ x }}\n\n````md\n```\n{{ y }}\n```\n````\n\nsee `{{ z }}` and ``{{ w }}``\n"
+    protected, saved = protect(body)
+    assert protected.count("\n") == body.count("\n")
+    assert "{{ y }}" not in protected and "{{ z }}" not in protected
+    assert "{{ x }}" in protected
+    assert restore(protected, saved) == body
+
+
+def test_split_counts_front_matter_lines() -> None:
+    meta, body, offset = split("---\nruns:\n  a: b\n---\n\n\n# Title\n")
+    assert meta == {"runs": {"a": "b"}}
+    assert body == "# Title\n" and offset == 6
+
+
+@pytest.mark.parametrize(("text", "figures"), [
+    ("A lookup takes 12 ms.", ["12 ms"]),
+    ("p99 of 4.6ms, 1,012/s and +8 % and 4x and 3 × and 24 GiB", ["4.6ms", "1,012/s", "+8 %",
+                                                                   "4x", "3 ×", "24 GiB"]),
+    ("v1.1 on PostgreSQL 18, 5 rounds, 2026-10-26 22:00, 3 of 4", []),
+    ("{{ figure('p50') }} and {{ given('0.5 ms') }} and `12 ms` <!-- 3 ms -->", []),
+    ("[a](https://example.org/5%20ms) and <span title='7 ms'>x</span>", []),
+])
+def test_lint_finds_typed_figures_with_units(text: str, figures: list[str]) -> None:
+    assert [f.figure for f in lint.check(text)] == figures
+
+
+def test_lint_skips_fenced_code_and_reports_lines() -> None:
+    text = "ok\n\n```\n12 ms\n```\n\nthen 7 ms\n"
+    assert [(f.line, f.figure) for f in lint.check(text)] == [(7, "7 ms")]
+
+
+def test_claims_compare_what_the_page_displays(results: Path) -> None:
+    store = RunStore(results)
+    pins = Pins({"d": store.get(DEMO)})
+    conditions = Conditions(pins)
+    (a, b), = pins.pairs("v1.0", "v1.1", metric="throughput", block="callers",
+                         where={"call": "lookup"})
+    change = Change("throughput", a.cell, b.cell)
+    printed = shown_percent(change)
+    assert printed != change.percent  # the raw change has more digits than the page shows
+    holds = conditions.between(printed, printed, "v1.0", "v1.1", block="callers",
+                               where={"call": "lookup"})
+    assert holds.holds
+    step = 0.1 if abs(printed) < 10 else 1
+    misses = conditions.between(printed + step, printed + 2 * step, "v1.0", "v1.1",
+                                block="callers", where={"call": "lookup"})
+    assert not misses.holds and misses.expected.startswith("a change of v1.1 over v1.0 between")
+
+
+def test_overlap_and_direction(results: Path) -> None:
+    pins = Pins({"d": RunStore(results).get(DEMO)})
+    c = Conditions(pins)
+    assert c.faster("v1.0", "v1.1 + cache", block="callers").holds
+    assert not c.slower("v1.0", "v1.1 + cache", block="callers").holds
+    assert not c.overlap("v1.0", "v1.1 + cache", block="callers").holds
+    assert c.faster("v1.0", "v1.1 + cache", "p50", block="one-caller").holds  # lower is better
+
+
+def test_site_paths_reads_the_plugin_option(tmp_path: Path) -> None:
+    yml = tmp_path / "mkdocs.yml"
+    yml.write_text("site_name: x\nplugins:\n  - search\n  - perfpages:\n      results: runs\n"
+                   "extra:\n  x: !ENV HOME\n")
+    assert site_paths(yml) == (tmp_path / "docs", tmp_path / "runs")
+
+
+def test_pytest_collects_each_claim_with_the_build_message(tmp_path: Path,
+                                                          results: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "perf.md").write_text(
+        f"---\nruns: {{d: {DEMO}}}\n---\n# Perf\n\n"
+        "{{ claim('the cache is faster', faster('v1.0', 'v1.1 + cache', block='callers')) }}\n\n"
+        "{{ claim('v1.0 is faster', faster('v1.1', 'v1.0', block='callers')) }}\n")
+    (docs / "guide.md").write_text("# Guide\n\n`{{ claim('x', y) }}`\n")
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(
+        {"site_name": "x", "plugins": [{"perfpages": {"results": str(results)}}]}))
+    env = {**os.environ, "PERFPAGES_MKDOCS_YML": str(tmp_path / "mkdocs.yml")}
+    test_file = Path(__file__).parent / "test_claims.py"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-p",
+                           "no:cacheprovider", "-v", str(test_file)], env=env,
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert "1 failed, 1 passed" in done.stdout, done.stdout
+    assert "test_claim[docs/perf.md:6] PASSED" in done.stdout
+    assert "test_claim[docs/perf.md:8] FAILED" in done.stdout
+    assert ("\ndocs/perf.md:8: claim \"v1.0 is faster\" — expected a clear gain of v1.0 over v1.1 "
+            "in every cell (throughput), data callers, call=lookup") in done.stdout
+
+
+def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None:
+    store = RunStore(results)
+    macros = Macros(Pins({"d": store.get(DEMO), "s": store.get(SWEEP)}))
+    text = macros.table("throughput", rows="call", run="d", block="callers", change="v1.0")
+    header = text.strip().split("\n")[0]
+    assert header == ("| throughput (/s) | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
+                      "| v1.1 + cache vs v1.0 |")
+
+
+def test_the_guide_documents_every_macro_and_condition(results: Path) -> None:
+    guide = (Path(__file__).parent.parent / "docs/guide/pages.md").read_text(encoding="utf-8")
+    pins = Pins({"d": RunStore(results).get(DEMO)})
+    for name in Macros(pins).namespace():
+        assert f"### {name}\n" in guide, name
+    for name in Conditions(pins).namespace():
+        assert f"| `{name}(" in guide, name
+
+
+def test_selection_by_parameter_values_and_bounds(results: Path) -> None:
+    pins = Pins({"s": RunStore(results).get(SWEEP)})
+
+    def callers(**filters: object) -> list[object]:
+        return [f.params["callers"] for f in pins.select(metric="p99", label="v1.0", **filters)]
+
+    assert callers(up_to={"callers": 4}) == [1, 2, 4]
+    assert callers(from_={"callers": 8}) == [8, 16, 32]
+    assert callers(where={"callers": 32}) == callers(where={"callers": "32"}) == [32]
+    assert callers(where={"call": "lookup"}, up_to={"callers": 1}) == [1]
