@@ -25,12 +25,15 @@ while time.time() < end:
 """
 
 
-def test_shares_use_the_first_matching_rule() -> None:
-    stacks = parse("main (a.py:1);log (logging/__init__.py:9) 3\n"
-                   "main (a.py:1);query (psycopg2/x.py:2);log (logging/__init__.py:9) 1\n"
-                   "main (a.py:1) 6\nnot a line\n")
-    result = shares(stacks, [("Data query", r"psycopg2"), ("Logging", r"logging/")])
-    assert result == {"Data query": 10.0, "Logging": 30.0, "Everything else": 60.0}
+def test_shares_go_to_the_innermost_matching_frame() -> None:
+    stacks = parse("main (a.py:1);query (psycopg2/x.py:2);log (logging/__init__.py:9) 3\n"
+                   "main (a.py:1);query (psycopg2/x.py:2);fetch (psycopg2/y.py:5) 1\n"
+                   "main (a.py:1);helper (a.py:3) 6\nnot a line\n")
+    rules = [("Data query", r"psycopg2"), ("Logging", r"logging/"), ("App", r"a\.py|psycopg2")]
+    result = shares(stacks, rules)
+    # The logging call inside the query counts as logging; a frame both 'Data query' and 'App'
+    # match takes the first rule; frames nothing matches fall to their caller.
+    assert result == {"Data query": 10.0, "Logging": 30.0, "App": 60.0, "Everything else": 0.0}
 
 
 def test_svg_escapes_frames_and_is_self_contained() -> None:

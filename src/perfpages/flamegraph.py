@@ -47,14 +47,15 @@ def parse(collapsed: str) -> Counter[Stack]:
 
 def shares(stacks: Counter[Stack], rules: list[tuple[str, str]],
            other: str = "Everything else") -> dict[str, float]:
-    """Percent of samples per category. A sample belongs to the first rule (in order) whose
-    regular expression matches any of its frames, so order the rules most specific first."""
+    """Percent of samples per category. A sample belongs to its innermost frame that any rule
+    matches (the code that was running, not the framework it was called from); a frame that
+    several rules match takes the first of them."""
     compiled = [(name, re.compile(pattern)) for name, pattern in rules]
     counts: Counter[str] = Counter({name: 0 for name, _ in rules})
     counts[other] = 0
     for stack, n in stacks.items():
-        category = next((name for name, rx in compiled if any(rx.search(f) for f in stack)),
-                        other)
+        category = next((name for frame in reversed(stack)
+                         for name, rx in compiled if rx.search(frame)), other)
         counts[category] += n
     total = sum(counts.values()) or 1
     return {name: 100.0 * n / total for name, n in counts.items()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,9 +33,10 @@ from perfpages import build, diagnostics, machine, pgbench
 from perfpages.archive import FLOOR_LABEL, read_manifest, resolve
 from perfpages.cluster import Clusters
 from perfpages.errors import PerfpagesError
+from perfpages.httpblock import HttpBlocks, case_seconds
 from perfpages.manifest import Block, Manifest, Method
 from perfpages.postgres import Server, redact
-from perfpages.suite import BlockSpec, Suite, load
+from perfpages.suite import BlockSpec, HttpBlockSpec, Suite, load
 from perfpages.window import Window
 from perfpages.writer import ArchiveWriter, new_run_id, utc_now
 
@@ -84,6 +86,7 @@ class Runner:
         self.clusters = Clusters(opts.dsn)
         self.diagnostics_ok = True
         self.resumed = Path()
+        self.http = HttpBlocks(self)
 
     # ---- setup -------------------------------------------------------------------------
     def load_suite(self) -> tuple[Suite, Manifest | None]:
@@ -141,6 +144,7 @@ class Runner:
                 raise _interrupted(run_id, suite.name) from None
             finally:
                 self.clusters.destroy()
+                shutil.rmtree(self.http.workdir, ignore_errors=True)
 
     def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, build.Build]:
         """Every label's build, resolved before anything is archived (errors: one line)."""
@@ -180,7 +184,9 @@ class Runner:
                           notes=(suite.notes + " " + notes).strip()),
             machine=machine.fingerprint(server.version(), base),
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
-                                  metrics=b.metrics, parameters=("clients",))
+                                  metrics=b.metrics,
+                                  parameters=b.parameters if isinstance(b, HttpBlockSpec)
+                                  else ("clients",))
                     for b in suite.blocks})
 
     def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:
@@ -196,8 +202,12 @@ class Runner:
     def execute(self, suite: Suite, builds: dict[str, build.Build], writer: ArchiveWriter) -> None:
         method = writer.manifest.method
         labels = list(writer.manifest.labels)
-        total = sum(2 * suite.floor_s + method.rounds * len(labels) *
-                    (method.warmup_s + len(b.clients) * method.window_s) for b in suite.blocks)
+        total = 0.0
+        for b in suite.blocks:
+            rounds, names = self.scope(b, method, labels)
+            turn = (case_seconds(b, method) if isinstance(b, HttpBlockSpec)
+                    else method.warmup_s + len(b.clients) * method.window_s)
+            total += 2 * suite.floor_s + rounds * len(names) * turn
         columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
@@ -209,6 +219,15 @@ class Runner:
 
             for index, block in enumerate(suite.blocks):
                 self.block(suite, block, index, builds, writer, method, labels, step)
+
+    @staticmethod
+    def scope(block: BlockSpec | HttpBlockSpec, method: Method,
+              labels: list[str]) -> tuple[int, list[str]]:
+        """The rounds and labels a block runs: an HTTP block may narrow both."""
+        if isinstance(block, HttpBlockSpec):
+            names = [n for n in labels if not block.labels or n in block.labels]
+            return min(block.rounds or method.rounds, method.rounds), names
+        return method.rounds, labels
 
     def _append(self, writer: ArchiveWriter, window: Window) -> None:
         writer.append(window)
@@ -230,19 +249,29 @@ class Runner:
         res = pgbench.run(server.bin, target, script, 1, suite.floor_s, env=b.env)
         self._append(writer, pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res))
 
-    def block(self, suite: Suite, block: BlockSpec, index: int, builds: dict[str, build.Build],
-              writer: ArchiveWriter, method: Method, labels: list[str],
-              step: Callable[[str, float], None]) -> None:
+    def block(self, suite: Suite, block: BlockSpec | HttpBlockSpec, index: int,
+              builds: dict[str, build.Build], writer: ArchiveWriter, method: Method,
+              labels: list[str], step: Callable[[str, float], None]) -> None:
+        rounds, labels = self.scope(block, method, labels)
         self.floor(suite, block.name, "before", builds, writer)
+        if isinstance(block, HttpBlockSpec):
+            self.http.floor(suite, block, "before", builds[labels[0]], writer)
         step(f"{block.name}: floor before", suite.floor_s)
         totals = {name: diagnostics.Totals() for name in labels}
-        for rnd in range(1, method.rounds + 1):
+        for rnd in range(1, rounds + 1):
             for name in self.order(labels, method, index, rnd):
-                self.turn(suite, block, rnd, builds[name], writer, method, totals[name], step)
+                if isinstance(block, HttpBlockSpec):
+                    self.http.turn(suite, block, rnd, builds[name], writer, method,
+                                   totals[name], step)
+                else:
+                    self.turn(suite, block, rnd, builds[name], writer, method, totals[name],
+                              step)
         # The label still running first and the floor's label last: fewest restarts.
-        last = self.order(labels, method, index, method.rounds)[-1]
+        last = self.order(labels, method, index, rounds)[-1]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
             self.explain(suite, block, builds[name], writer, totals[name])
+        if isinstance(block, HttpBlockSpec):
+            self.http.floor(suite, block, "after", builds[labels[0]], writer)
         self.floor(suite, block.name, "after", builds, writer)
         step(f"{block.name}: floor after", suite.floor_s)
 
@@ -301,12 +330,13 @@ class Runner:
             self.diagnostics_ok = False  # e.g. an external server without pg_stat_statements
             return None
 
-    def explain(self, suite: Suite, block: BlockSpec, b: build.Build, writer: ArchiveWriter,
+    def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, b: build.Build,
+                writer: ArchiveWriter,
                 totals: diagnostics.Totals) -> None:
         """Plans of the block's named queries, outside the timed windows; then the summary."""
         base = f"diagnostics/{block.name}/{b.label.name}"
         plans = []
-        if block.explain:
+        if isinstance(block, BlockSpec) and block.explain:
             server = self.clusters.start(suite, b)
             with server.target.connect(self.clusters.db(suite, server)) as conn:
                 for qname, sql in block.explain.items():

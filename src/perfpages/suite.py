@@ -100,12 +100,84 @@ class BlockSpec:
 
 
 @dataclass(frozen=True)
+class HttpTurn:
+    """What a case's load factory knows when it is called: where the subject listens, and the
+    capacity measured earlier in the same turn (for open-loop shares)."""
+
+    base_url: str
+    window_s: float
+    warmup_s: float
+    seed: int
+    capacity: float | None = None
+
+
+@dataclass(frozen=True)
+class HttpCase:
+    """One measured load of an HTTP block: its parameters (archived) and how to make the load.
+
+    `load(turn)` returns a `perfpages.loadgen.Load`. Cases with the same `env` share one start
+    of the subject; a case with `capacity=True` sets the capacity later cases take shares of.
+    `samples=True` keeps every request in samples/ (the cold path)."""
+
+    params: dict[str, str | int]
+    load: Callable[[HttpTurn], Any]
+    env: dict[str, str] = field(default_factory=dict)
+    capacity: bool = False
+    samples: bool = False
+
+
+@dataclass(frozen=True)
+class HttpBlockSpec:
+    """A block that drives the suite's subject service over HTTP with the load generator.
+
+    `labels`/`rounds`/`window_s` narrow the suite's defaults for this block (a cold path of
+    one long round on one build, say). `flamegraph` samples the subject with py-spy during the
+    first case of round 1, for every label, and files the CPU shares by `flame_rules`."""
+
+    name: str
+    cases: tuple[HttpCase, ...]
+    title: str = ""
+    description: str = ""
+    metrics: tuple[str, ...] = ("throughput", "p50", "p99")
+    labels: tuple[str, ...] = ()
+    rounds: int | None = None
+    window_s: float | None = None
+    flamegraph: bool = False
+    flame_rules: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.name):
+            raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
+                                 fix="use lower-case letters, digits, '-' or '_'")
+        if not self.cases:
+            raise PerfpagesError(f"block {self.name!r} needs cases", key=f"blocks.{self.name}")
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k for case in self.cases for k in case.params))
+
+
+@dataclass(frozen=True)
+class Service:
+    """How an HTTP suite runs its subject for a label.
+
+    `prepare(build, target, workdir)` runs once per label and run, before its first turn (create
+    its store, apply its configuration); `spec(build, target, workdir, env)` returns the
+    `perfpages.service.ServiceSpec` to start (`env`: the case's overrides)."""
+
+    spec: Callable[..., Any]
+    prepare: Callable[..., None] | None = None
+    floor_path: str = "/health"
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     title: str
     labels: tuple[LabelSpec, ...]
-    blocks: tuple[BlockSpec, ...]
+    blocks: tuple[BlockSpec | HttpBlockSpec, ...]
     dataset: DataSet
+    service: Service | None = None
     rounds: int = 5
     order: Literal["rotate", "shuffle", "fixed"] = "rotate"
     warmup_s: float = 5.0
@@ -123,6 +195,10 @@ class Suite:
             if not names or len(set(names)) != len(names):
                 raise PerfpagesError(f"suite {self.name!r} needs distinct {kind} names",
                                      key=f"{kind}s")
+        http = [b.name for b in self.blocks if isinstance(b, HttpBlockSpec)]
+        if http and self.service is None:
+            raise PerfpagesError(f"HTTP blocks {', '.join(http)} need the suite's service",
+                                 key="service", fix="pass service=Service(spec=…)")
 
     def label(self, name: str) -> LabelSpec:
         return next(x for x in self.labels if x.name == name)

@@ -1,0 +1,207 @@
+"""QueryAPIGate 0.42.0 vs 0.43.0 on PostgreSQL: saved queries over HTTP, one gunicorn worker.
+
+The case of QueryAPIGate's own performance pages (v3/v4): pgbench's tables, saved queries for a
+lookup by primary key, a 100-row page and a single-row write, a plain key and a governed key
+(a table allow-list and a masking rule). QueryAPIGate's store is a separate database on the same
+server, one per label. Each label is the PyPI release, installed from its exact artifact.
+
+The subject runs as the Docker image runs it: gunicorn, one gthread worker, 8 threads (0.42.0
+needs --threads; 0.43.0 reads QUERYAPIGATE_THREADS), access log and request log lines off on
+both, --no-control-socket so that instances never share gunicorn's control socket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from string import Template
+
+import psycopg
+
+from perfpages.errors import PerfpagesError
+from perfpages.loadgen import Load, Request
+from perfpages.service import ServiceSpec
+from perfpages.suite import DataSet, HttpBlockSpec, HttpCase, HttpTurn, LabelSpec, Service, Suite
+
+HERE = Path(__file__).parent / "queryapigate"
+EXTRAS = "queryapigate[server,postgres,flow]"
+# Benchmark keys: the configuration holds only their sha256; they never reach an archive.
+KEYS = {"plain": "qag-bench-plain-0123456789abcdef", "governed": "qag-bench-governed-0123456789ab"}
+FLAME_RULES = (
+    ("Logging", r"logging/|queryapigate/(accesslog|logging_setup)\.py"),
+    ("Data query: psycopg2 and the pool", r"psycopg2|queryapigate/(pool|db|engine|runners)\.py"),
+    ("Store layer: the key, the query and the connection",
+     r"queryapigate/(store|apikeys|metacache|databases|definitions|configcode)\.py"),
+    ("QueryAPIGate's request handling", r"queryapigate/"),
+    ("Flask and Werkzeug", r"flask/|werkzeug/"),
+    ("gunicorn, sockets, HTTP", r"gunicorn/|socket\.py|selectors\.py|http/"),
+)
+
+
+def load_pgbench_tables(conn: psycopg.Connection, rows: int, seed: int) -> None:
+    """pgbench's four tables as `pgbench -i` makes them (deterministic: no random values)."""
+    scale = max(1, rows // 100_000)
+    conn.execute("DROP TABLE IF EXISTS pgbench_history, pgbench_tellers, pgbench_accounts, "
+                 "pgbench_branches")
+    conn.execute("CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int, "
+                 "filler char(88))")
+    conn.execute("CREATE TABLE pgbench_tellers (tid int PRIMARY KEY, bid int, tbalance int, "
+                 "filler char(84))")
+    conn.execute("CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, "
+                 "filler char(84))")
+    conn.execute("CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, "
+                 "mtime timestamp, filler char(22))")
+    conn.execute("INSERT INTO pgbench_branches SELECT b, 0, '' FROM generate_series(1, %s) b",
+                 (scale,))
+    conn.execute("INSERT INTO pgbench_tellers SELECT t, (t - 1) / 10 + 1, 0, '' "
+                 "FROM generate_series(1, %s) t", (scale * 10,))
+    conn.execute("INSERT INTO pgbench_accounts SELECT a, (a - 1) / 100000 + 1, 0, '' "
+                 "FROM generate_series(1, %s) a", (scale * 100_000,))
+
+
+def _sha(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _store_db(label: str) -> str:
+    return "qagstore_" + "".join(c if c.isalnum() else "_" for c in label)
+
+
+def _env(b, target, work: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {
+        **os.environ, **b.env,
+        "QUERYAPIGATE_DATABASE_URL": target.public(_store_db(b.label.name)),
+        "QUERYAPIGATE_HOME": str(work / "home"),
+        "QUERYAPIGATE_ALLOW_WRITES": "true",
+        "QUERYAPIGATE_ACCESS_LOG": "off",
+        "QUERYAPIGATE_LOG_REQUESTS": "off",
+    }
+
+
+def prepare(b, target, work: Path) -> None:  # type: ignore[no-untyped-def]
+    """A fresh store for the label, configured from bench-config.yaml with its CLI."""
+    store = _store_db(b.label.name)
+    with target.connect("postgres") as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{store}"')
+        conn.execute(f'CREATE DATABASE "{store}"')
+    config = Template((HERE / "bench-config.yaml").read_text()).substitute(
+        host=target.host, port=target.port, database=target.dbname,
+        plain_sha256=_sha(KEYS["plain"]), governed_sha256=_sha(KEYS["governed"]))
+    (work / "home").mkdir(parents=True, exist_ok=True)
+    path = work / "bench-config.yaml"
+    path.write_text(config)
+    done = subprocess.run([str(b.venv / "bin" / "queryapigate"), "config", "apply", str(path)],
+                          env=_env(b, target, work), capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+        raise PerfpagesError(f"queryapigate config apply failed: {last}",
+                             key=f"labels.{b.label.name}", fix="check the label's release")
+
+
+def spec(b, target, work: Path, env: dict[str, str]) -> ServiceSpec:  # type: ignore[no-untyped-def]
+    argv = [str(b.venv / "bin" / "gunicorn"), "-c", "python:queryapigate.gunicorn_conf",
+            "--bind", "{host}:{port}", "--workers", "1", "--worker-class", "gthread",
+            "--no-control-socket", "--timeout", "120", "--graceful-timeout", "30"]
+    if b.label.pin.version.startswith("0.42."):
+        # 0.42's gunicorn_conf sets no thread count: without this, gunicorn runs one thread.
+        argv += ["--threads", env.get("QUERYAPIGATE_THREADS", "8")]
+    argv.append("queryapigate.app:create_app()")
+    return ServiceSpec(name=f"queryapigate {b.label.name}", command=tuple(argv),
+                       env={**_env(b, target, work), **env}, startup_timeout_s=60)
+
+
+def _requests(base: str, call: str, rows: int) -> list[Request]:
+    key = KEYS["governed" if call.endswith("governed") else "plain"]
+    headers = {"X-API-Key": key}
+    if call.startswith("lookup"):
+        return [Request(base + "/q/account_by_aid?aid={aid}", headers=headers,
+                        fill={"aid": (1, rows)})]
+    if call == "page":
+        return [Request(base + "/q/accounts_page?from_aid={aid}&page_size=100",
+                        headers=headers, fill={"aid": (1, rows - 100)})]
+    return [Request(base + "/q/history_insert_returning", method="POST", headers=headers,
+                    json={"params": {"tid": "{tid}", "bid": 1, "aid": "{aid}", "delta": 5}},
+                    fill={"tid": (1, 10), "aid": (1, rows)})]
+
+
+def closed(call: str, callers: int, rows: int, **params: str | int) -> HttpCase:
+    def load(turn: HttpTurn) -> Load:
+        return Load(_requests(turn.base_url, call, rows), duration_s=turn.window_s,
+                    warmup_s=turn.warmup_s, callers=callers, seed=turn.seed)
+
+    return HttpCase({"call": call, "callers": callers, **params}, load)
+
+
+def suite(quick: bool) -> Suite:
+    rows = 100_000 if quick else 1_000_000
+    window = 2.0 if quick else 8.0
+    cold_s = 5.0 if quick else 60.0
+    labels = (
+        LabelSpec("0.42.0", package=f"{EXTRAS}==0.42.0", description="the 0.42.0 release"),
+        LabelSpec("0.43.0", package=f"{EXTRAS}==0.43.0", description="the 0.43.0 release"),
+        LabelSpec("0.43.0+cache", package=f"{EXTRAS}==0.43.0",
+                  env={"QUERYAPIGATE_METADATA_CACHE_TTL": "5"},
+                  description="0.43.0 with the metadata cache (5 s)"),
+    )
+    calls = ("lookup-plain", "lookup-governed", "page", "write")
+
+    def shares(turn: HttpTurn, share: float) -> Load:
+        return Load(_requests(turn.base_url, "lookup-plain", rows), duration_s=turn.window_s,
+                    warmup_s=turn.warmup_s, callers=64, share=share,
+                    capacity=turn.capacity or 1.0, seed=turn.seed)
+
+    def cold(call: str) -> HttpCase:
+        def load(turn: HttpTurn) -> Load:  # no warm-up: the very first call is the point
+            return Load(_requests(turn.base_url, call, rows), duration_s=turn.window_s,
+                        window_s=turn.window_s, callers=8, seed=turn.seed)
+
+        return HttpCase({"call": call, "callers": 8}, load, samples=True)
+
+    def open_case(pct: int) -> HttpCase:
+        return HttpCase({"mode": "open", "share_pct": pct},
+                        lambda turn: shares(turn, pct / 100))
+
+    capacity = closed("lookup-plain", 32, rows)
+    blocks = (
+        HttpBlockSpec("calls", tuple(closed(c, 32, rows) for c in calls),
+                      title="One worker, 32 callers",
+                      description="closed loop, 32 callers, each call for one window",
+                      metrics=("throughput", "p50", "p99")),
+        HttpBlockSpec("one-caller", tuple(closed(c, 1, rows) for c in calls[:2]),
+                      title="One caller at a time", metrics=("p50", "p99", "throughput")),
+        HttpBlockSpec("load", (
+            HttpCase({"mode": "capacity", "callers": 32}, capacity.load, capacity=True),
+            *(open_case(p) for p in (25, 50, 75, 90, 100))),
+            title="Latency against offered load",
+            description="open loop at a share of the capacity measured in the same turn "
+                        "(32 callers, plain lookup); latency from the intended start",
+            metrics=("p50", "p99", "p99.9", "achieved_rate"), labels=("0.43.0", "0.43.0+cache")),
+        HttpBlockSpec("threads", tuple(
+            HttpCase({"threads": n, "callers": 32}, closed("lookup-plain", 32, rows).load,
+                     env={"QUERYAPIGATE_THREADS": str(n)}) for n in (1, 2, 4, 8)),
+            title="Threads per worker (0.43.0, plain lookup, 32 callers)",
+            metrics=("throughput", "p99"), labels=("0.43.0",)),
+        HttpBlockSpec("cold-path", (cold("lookup-governed"), cold("lookup-plain")),
+                      title=f"The cold path ({cold_s:g} s at 8 callers, every request kept)",
+                      metrics=("p50", "p99", "p99.9", "p99.99", "max"),
+                      labels=("0.42.0", "0.43.0"), rounds=1, window_s=cold_s),
+        HttpBlockSpec("profile", (closed("lookup-plain", 32, rows),),
+                      title="Where the CPU goes (py-spy attached, one round)",
+                      labels=("0.43.0", "0.43.0+cache"), rounds=1, flamegraph=True,
+                      flame_rules=FLAME_RULES),
+    )
+    size = f"{rows:,} accounts"
+    return Suite(
+        name="queryapigate",
+        title=("QueryAPIGate 0.42.0 vs 0.43.0 on PostgreSQL, one worker (" + size +
+               (", quick sizes: 2 rounds of 2 s windows)" if quick else ", 8 s windows)")),
+        labels=labels, blocks=blocks,
+        dataset=DataSet("pgbench-tables", rows=rows, load=load_pgbench_tables, seed=0),
+        service=Service(spec=spec, prepare=prepare),
+        rounds=2 if quick else 5, warmup_s=1.0 if quick else 3.0, window_s=window,
+        floor_s=2.0 if quick else 4.0, min_rounds=2 if quick else 5,
+        scope="quick" if quick else "full",
+        notes="subject: gunicorn, 1 gthread worker, 8 threads, access and request logs off",
+    )
