@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from perfpages.window import Window
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 FLOOR_LABEL = "floor"  # floor windows (pgbench or /health straight) may use this undeclared label
+
+
+def path_part(text: str) -> str:
+    """A label or parameter set as one safe path segment (diagnostics/BLOCK/<this>/…)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "x"
 
 
 def sha256_file(path: Path) -> str:

@@ -9,7 +9,6 @@ start, is archived as a failed window; a subject that dies mid-window shows up a
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 import threading
 import zlib
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfpages import build, diagnostics, flamegraph, loadgen
 from perfpages.archive import FLOOR_LABEL
+from perfpages.archive import path_part as slug
 from perfpages.errors import PerfpagesError
 from perfpages.manifest import Method
 from perfpages.service import Service
@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from perfpages.runner import Runner
 
 FLOOR_CALLERS = 8
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "x"
 
 
 def case_seconds(block: HttpBlockSpec, method: Method) -> float:
@@ -171,7 +167,9 @@ class HttpBlocks:
             load = case.load(turn)
             if case.samples:
                 load = replace(load, samples=True)
-            profiler = _Profiler(service, load.duration_s + load.warmup_s) if profile else None
+            # The load's processes take about a second to start: sample a little longer.
+            profiler = (_Profiler(service, load.duration_s + load.warmup_s + 1.5) if profile
+                        else None)
             result = loadgen.run(load)
         except PerfpagesError as exc:
             if record:
@@ -199,7 +197,7 @@ class _Profiler:
         assert service.process is not None
         self.stacks = ""
         self.error = ""
-        pid, duration = service.process.pid, max(1, int(seconds))
+        pid, duration = service.process.pid, max(1, round(seconds))
 
         def work() -> None:
             try:

@@ -6,12 +6,14 @@ figure that is not a measurement (a setting, a size) so the lint lets it stand.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from perfpages import chart as svgchart
 from perfpages import escape
 from perfpages.analysis import Cell, Change, format_percent, format_range
+from perfpages.archive import path_part
 from perfpages.errors import AnalysisError
 from perfpages.metric import format_number, format_value, info
 from perfpages.pins import Found, Pins
@@ -71,7 +73,7 @@ class Macros:
 
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
-                "chart": self.chart, "given": given}
+                "chart": self.chart, "cpu_shares": self.cpu_shares, "given": given}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
         if dimension == "metric":
@@ -201,6 +203,30 @@ class Macros:
         y_title = ", ".join(metrics) + (f" ({shown})" if shown else "")
         return "\n\n" + svgchart.svg(list(series.values()), title=title or f"{y_title} by {x}",
                                      x_title=x, y_title=y_title, log_x=log_x) + "\n\n"
+
+    def cpu_shares(self, block: str = "profile", label: str | list[str] | None = None, *,
+                   run: str | None = None, digits: int = 1) -> str:
+        """Where the subject's CPU went (py-spy), by category: a column per label."""
+        alias = self.pins.aliases(run)[0]
+        loaded = self.pins.runs[alias]
+        wanted = [label] if isinstance(label, str) else list(label or loaded.manifest.labels)
+        found: dict[str, dict[str, Any]] = {}
+        for name in wanted:
+            path = loaded.path / "diagnostics" / block / path_part(name) / "cpu-shares.json"
+            if path.is_file():
+                found[name] = json.loads(path.read_text())
+        if not found:
+            raise AnalysisError(f"no CPU shares for block {block!r} in run {alias!r}",
+                                fix="profile the block (HttpBlockSpec(flamegraph=True))")
+        categories = list(dict.fromkeys(c for d in found.values() for c in d["shares_pct"]))
+        lines = ["| CPU samples by category | " + " | ".join(escape.md(n) for n in found) + " |",
+                 "|---|" + "---|" * len(found)]
+        for category in categories:
+            cells = [f"{d['shares_pct'].get(category, 0.0):.{digits}f} %" for d in found.values()]
+            lines.append(f"| {escape.md(category)} | " + " | ".join(cells) + " |")
+        lines.append("| samples | " + " | ".join(f"{d['samples']:,}" for d in found.values())
+                     + " |")
+        return "\n".join(lines)
 
 
 def given(text: object) -> str:

@@ -1,0 +1,41 @@
+"""The tiny HTTP suite's subject: a threaded standard-library server (no dependencies).
+
+GET /health → 200; GET /item?id=N → 200 with a small JSON body; GET /fail → 500.
+TINY_DELAY_MS delays every /item (a slower "build"); TINY_EXIT=1 exits at start (a broken one).
+"""
+
+import json
+import os
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DELAY = float(os.environ.get("TINY_DELAY_MS", "0")) / 1000.0
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the load generator expects
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            status, body = 200, b"ok"
+        elif self.path.startswith("/item"):
+            time.sleep(DELAY)
+            status, body = 200, json.dumps({"path": self.path}).encode()
+        else:
+            status, body = 500, b"no"
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    if os.environ.get("TINY_EXIT") == "1":
+        print("TINY_EXIT=1: refusing to start", flush=True)
+        sys.exit(3)
+    print("listening", flush=True)
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

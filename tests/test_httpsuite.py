@@ -1,0 +1,133 @@
+"""HTTP blocks of `bench run` end to end: a real subject process, sockets and PostgreSQL floors
+(the tiny HTTP suite, a standard-library server, in seconds) and a QueryAPIGate smoke run."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import psutil
+import pytest
+from rich.console import Console
+
+from perfpages import report
+from perfpages.archive import FLOOR_LABEL, open_run, verify
+from perfpages.postgres import leftover_servers
+from perfpages.runner import Options, run
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def quiet() -> Console:
+    return Console(file=io.StringIO(), force_terminal=False)
+
+
+def subjects() -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"])
+            if any("tinyhttp/server.py" in part for part in (p.info["cmdline"] or []))]
+
+
+@pytest.fixture(scope="module")
+def http_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("results")
+    return run(Options(suite="tinyhttp", benchmarks=BENCHMARKS, results=results, seed=5,
+                       command="invoke bench.run --suite tinyhttp"), quiet())
+
+
+def test_http_blocks_archive_every_case(http_run: Path) -> None:
+    r = open_run(http_run)
+    assert verify(http_run) == [] and r.manifest.status == "complete"
+    assert r.manifest.blocks["calls"].parameters == ("call", "callers")
+    cells = {(w.block, w.label, w.round, w.params.get("call") or w.params.get("mode"))
+             for w in r.measured}
+    for label in ("fast", "slow"):
+        for rnd in (1, 2):
+            assert {("calls", label, rnd, "item"), ("calls", label, rnd, "fail")} <= cells
+    # Blocks narrow labels and rounds: the open loop ran on "fast", the cold path once on "slow".
+    assert {c[1] for c in cells if c[0] == "load"} == {"fast"}
+    assert {(c[1], c[2]) for c in cells if c[0] == "cold"} == {("slow", 1)}
+    warmups = [w for w in r.windows if w.kind == "warmup"]
+    assert warmups and all(w.params == {"call": "item", "callers": 2} for w in warmups
+                           if w.block == "calls")
+
+
+def test_status_codes_and_latency_are_real(http_run: Path) -> None:
+    r = open_run(http_run)
+    fails = [w for w in r.measured if w.params.get("call") == "fail"]
+    assert fails and all(set(w.codes) == {"500"} and w.requests for w in fails)
+    data = report.build(r)
+    calls = next(t for t in data["tables"] if t["title"] == "Items and failures")
+    assert any("⚠" in cell for row in calls["rows"] if "call=fail" in row[0] for cell in row)
+    # The slow build sleeps 2 ms per item: its median cannot be below that.
+    slow = [w.latency for w in r.measured if w.label == "slow" and w.params.get("call") == "item"]
+    assert all(lat is not None and lat.percentile_ms(50) >= 2.0 for lat in slow)
+
+
+def test_open_loop_offers_a_share_of_the_capacity_measured_in_the_turn(http_run: Path) -> None:
+    r = open_run(http_run)
+    for rnd in (1, 2):
+        capacity = [w for w in r.measured if w.block == "load" and w.round == rnd
+                    and w.params == {"mode": "capacity"}]
+        opened = [w for w in r.measured if w.block == "load" and w.round == rnd
+                  and w.params.get("mode") == "open"]
+        assert capacity and opened
+        measured = sum(w.requests or 0 for w in capacity) / sum(w.duration_s for w in capacity)
+        offered = opened[0].metrics["offered_rate"]
+        assert offered == pytest.approx(0.5 * measured, rel=0.15)
+
+
+def test_cold_path_keeps_every_request(http_run: Path) -> None:
+    sample = http_run / "samples/cold/slow/r1-call-health.csv"
+    rows = list(csv.DictReader(sample.read_text().splitlines()))
+    window = next(w for w in open_run(http_run).measured if w.block == "cold")
+    assert len(rows) == window.requests and all(row["status"] == "200" for row in rows)
+    cold = json.loads((http_run / "diagnostics/cold/slow/r1-call-health-cold-path.json")
+                      .read_text())
+    assert cold["requests"] == window.requests
+
+
+def test_floors_flamegraph_logs_and_nothing_left(http_run: Path) -> None:
+    r = open_run(http_run)
+    health = [w for w in r.floors if w.params.get("floor") == "health"]
+    assert len(health) == 2 * 4 and all(w.label == FLOOR_LABEL and w.requests for w in health)
+    assert len([w for w in r.floors if "tps" in w.metrics]) == 2 * 4  # pgbench, per block
+    shares = json.loads((http_run / "diagnostics/profile/fast/cpu-shares.json").read_text())
+    assert shares["samples"] > 0 and sum(shares["shares_pct"].values()) == pytest.approx(100)
+    assert (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text().startswith("<svg")
+    assert (http_run / "diagnostics/calls/fast/server.log").read_text().count("listening") == 2
+    assert subjects() == [] and leftover_servers() == []
+
+
+def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    shutil.copytree(BENCHMARKS / "tinyhttp", bench / "tinyhttp")
+    source = (BENCHMARKS / "tinyhttp.py").read_text()
+    source = source.replace('env={"TINY_DELAY_MS": "2"}', 'env={"TINY_EXIT": "1"}')
+    (bench / "tinyhttp.py").write_text(source)
+    run_dir = run(Options(suite="tinyhttp", benchmarks=bench, results=tmp_path / "r",
+                          blocks=["calls"], rounds=1), quiet())
+    r = open_run(run_dir)
+    failed = [w for w in r.measured if w.label == "slow"]
+    assert failed and all(w.status == "failed" for w in failed)
+    assert all("exited with status 3 before it was healthy" in (w.error or "") for w in failed)
+    assert all(w.status == "ok" for w in r.measured if w.label == "fast")
+    assert subjects() == [] and leftover_servers() == []
+
+
+def test_queryapigate_smoke(tmp_path: Path) -> None:
+    """The real suite on the real 0.43.0 release from PyPI: one round of one block, tiny windows."""
+    run_dir = run(Options(suite="queryapigate", benchmarks=BENCHMARKS, results=tmp_path,
+                          labels=["0.43.0"], blocks=["calls"], rounds=1, quick=True), quiet())
+    r = open_run(run_dir)
+    pin = r.manifest.labels["0.43.0"].pin
+    assert pin.kind == "package" and pin.version == "0.43.0" and len(pin.artifacts) == 1
+    calls = {w.params["call"]: w for w in r.measured}
+    assert set(calls) == {"lookup-plain", "lookup-governed", "page", "write"}
+    for w in calls.values():
+        assert w.status == "ok" and w.requests and set(w.codes) == {"200"}, (w.params, w.codes)
+    text = "\n".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
+    assert "qag-bench-plain" not in text  # the keys never reach the archive
