@@ -72,6 +72,7 @@ def test_lookup_matches_keys_that_hold_dots() -> None:
 def test_fact_prints_run_json_values(results: Path) -> None:
     f = facts(results, DEMO)
     assert f.fact("machine.cores") == "2"
+    assert f.fact("method.seed") == "7"
     assert f.fact("machine.memory_gib") == "24"
     assert f.fact("labels.v1.1.pin.kind") == "git"
     assert f.fact("labels.v1.1 + cache.env") == "DEMO&#95;CACHE&#95;TTL=5"
@@ -113,11 +114,15 @@ def test_diagnostics_statements_and_plans(results: Path) -> None:
     f = facts(results, SIZED)
     assert f.diagnostic("database.buffer_hit_ratio", percent=True, digits=1) == "98.8 %"
     assert f.diagnostic("statements.by_total_time.0.calls") == "1,200"
-    table = f.statements(top=1).strip().split("\n")
-    assert len(table) == 3 and "1,200" in table[2] and "42.5" in table[2]
-    assert "&#60;b&#62;" in f.statements()  # a statement's text is escaped, never markup
+    lines = f.statements(top=1).strip().split("\n")
+    assert lines[0].startswith("| # | calls | total (ms)")
+    assert lines[2] == "| 1 | 1,200 | 42.5 | 0.0354 | 1,200 | 3,600 | 2 |"
+    assert lines[4:] == ["```text", "1. SELECT * FROM t WHERE id = $1", "```"]
+    # A statement's text sits in a fenced block, where Markdown shows it literally.
+    assert "```text\n1. SELECT * FROM t WHERE id = $1\n2. SELECT <b>count(*)</b> FROM t\n```" \
+        in f.statements()
     plan = f.plan("lookup")
-    assert "Index Scan on t using t_pkey  rows 1 (planned 1)" in plan
+    assert "Index Scan on t using t_pkey: 1 rows (1 planned), 0.021 ms, buffers hit 3" in plan
     assert "Index Cond: (id = 42)" in plan and "execution 0.031 ms" in plan
     with pytest.raises(AnalysisError, match="use file= one of: explain-lookup, summary"):
         f.plan("cone")
@@ -143,3 +148,13 @@ def test_a_page_uses_the_new_macros_and_conditions(results: Path) -> None:
                  store=RunStore(results))
     assert "Run on 2 cores." in out.markdown
     assert [(c.line, c.holds) for c in out.claims] == [(6, True)]
+
+
+def test_chart_colours_follow_the_page_scheme_not_the_os() -> None:
+    """Material puts the reader's scheme on <body>: the OS-dark fallback must not override a
+    light page (pale dark-scheme colours on white), nor a claim stay unmarked."""
+    from perfpages.chart import STYLE
+
+    fallback = STYLE[STYLE.index("@media (prefers-color-scheme: dark)"):]
+    assert fallback.split("{")[1].strip() == "body:not([data-md-color-scheme])"
+    assert ".perfpages-claim {" in STYLE

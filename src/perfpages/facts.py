@@ -55,12 +55,14 @@ def lookup(data: Any, key: str, where: str) -> Any:
     return value
 
 
-def text(value: Any, digits: int | None = None, percent: bool = False) -> str:
-    """A value as a page prints it (not yet escaped): numbers grouped, mappings as k=v."""
+def text(value: Any, digits: int | None = None, percent: bool = False,
+         group: bool = True) -> str:
+    """A value as a page prints it (not yet escaped): numbers grouped (not with group=False:
+    a seed or a port is no quantity), mappings as k=v."""
     if isinstance(value, dict):
-        return ", ".join(f"{k}={text(v, digits)}" for k, v in value.items())
+        return ", ".join(f"{k}={text(v, digits, group=group)}" for k, v in value.items())
     if isinstance(value, list):
-        return ", ".join(text(v, digits) for v in value)
+        return ", ".join(text(v, digits, group=group) for v in value)
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -71,7 +73,7 @@ def text(value: Any, digits: int | None = None, percent: bool = False) -> str:
         if digits is not None:
             return format_number(value, digits)
         if float(value).is_integer():
-            return f"{int(value):,}"
+            return f"{int(value):,}" if group else str(int(value))
         return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
 
@@ -129,22 +131,29 @@ def floor_drift(loaded: Loaded, block: str | None) -> Drift:
                  loaded.manifest.method.drift_threshold)
 
 
+CONDITION_CHARS = 90  # a plan's conditions are cut here: the whole plan is in the archive
+
+
 def _node(node: dict[str, Any], depth: int) -> list[str]:
+    """One plan node per line (type, relation, index: rows, time, buffers), then its conditions."""
     what = str(node.get("Node Type", "?"))
     if node.get("Relation Name"):
         what += f" on {node['Relation Name']}"
     if node.get("Index Name"):
         what += f" using {node['Index Name']}"
-    parts = [f"rows {text(node.get('Actual Rows'))} (planned {text(node.get('Plan Rows'))})",
-             f"time {text(node.get('Actual Total Time'))} ms"]
+    parts = [f"{text(node.get('Actual Rows'))} rows ({text(node.get('Plan Rows'))} planned)",
+             f"{text(node.get('Actual Total Time'))} ms"]
     if (node.get("Actual Loops") or 1) > 1:
-        parts.append(f"loops {text(node['Actual Loops'])}")
-    parts.append(f"buffers hit {text(node.get('Shared Hit Blocks', 0))}, "
+        parts.append(f"{text(node['Actual Loops'])} loops")
+    parts.append(f"buffers hit {text(node.get('Shared Hit Blocks', 0))} "
                  f"read {text(node.get('Shared Read Blocks', 0))}")
-    lines = ["  " * depth + ("-> " if depth else "") + what + "  " + "; ".join(parts)]
-    for key in ("Recheck Cond", "Index Cond", "Filter"):
-        if node.get(key):
-            lines.append("  " * depth + ("   " if depth else "") + f"  {key}: {node[key]}")
+    indent = "   " * depth
+    lines = [indent + ("-> " if depth else "") + what + ": " + ", ".join(parts)]
+    for key in ("Index Cond", "Recheck Cond", "Filter"):
+        cond = str(node.get(key) or "")
+        if cond:
+            cut = cond if len(cond) <= CONDITION_CHARS else cond[:CONDITION_CHARS] + " …"
+            lines.append(indent + ("   " if depth else "") + f"   {key}: {cut}")
     for child in node.get("Plans", []):
         lines += _node(child, depth + 1)
     return lines
@@ -170,7 +179,7 @@ class Facts:
         """A value of run.json by dotted path: "machine.cores", "labels.sized.pg_settings"."""
         loaded = self._run(run)
         value = lookup(loaded.manifest.to_json(), key, f"run.json of {loaded.manifest.id}")
-        return escape.md(text(value, digits, percent))
+        return escape.md(text(value, digits, percent, group=False))
 
     def false_positive_rate(self, *, run: str | None = None) -> str:
         """The chance that two equal labels' ranges do not overlap, for the run's rounds."""
@@ -250,17 +259,20 @@ class Facts:
 
     def statements(self, *, block: str | None = None, label: str | None = None,
                    run: str | None = None, by: str = "total", top: int = 5) -> str:
-        """The top statements of pg_stat_statements during the block, by total or mean time."""
+        """The top statements of pg_stat_statements during the block, by total or mean time:
+        a numbered table of their figures, then their text in a code block."""
         if by not in ("total", "mean"):
             raise AnalysisError(f"by must be 'total' or 'mean', not {by!r}")
         data, where = self._diagnostics("summary", block, label, run)
         ranked = lookup(data, f"statements.by_{by}_time", where)[:top]
-        header = ["statement", "calls", "total (ms)", "mean (ms)", "rows", "buffers hit",
-                  "read"]
-        rows = [[escape.code(s["query"]), *[escape.md(text(s.get(k))) for k in (
+        header = ["#", "calls", "total (ms)", "mean (ms)", "rows", "buffers hit", "read"]
+        rows = [[str(i), *[escape.md(text(s.get(k))) for k in (
             "calls", "total_ms", "mean_ms", "rows", "shared_blks_hit", "shared_blks_read")]]
-                for s in ranked]
-        return "\n\n" + escape.table(header, rows) + "\n\n"
+                for i, s in enumerate(ranked, 1)]
+        # The statements' text below the table, numbered: long SQL wraps badly in a cell.
+        listing = "\n".join(f"{i}. {s['query']}" for i, s in enumerate(ranked, 1))
+        return ("\n\n" + escape.table(header, rows) + "\n\n" + escape.fence(listing)
+                + "\n\n")
 
     def plan(self, name: str, *, block: str | None = None, label: str | None = None,
              run: str | None = None) -> str:
