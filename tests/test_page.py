@@ -13,6 +13,7 @@ import yaml
 from perfpages import lint
 from perfpages.analysis import Change
 from perfpages.claim import Conditions, shown_percent
+from perfpages.facts import Facts
 from perfpages.macro import Macros
 from perfpages.page import protect, restore, site_paths, split
 from perfpages.pins import Pins
@@ -126,7 +127,7 @@ def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None
 def test_the_guide_documents_every_macro_and_condition(results: Path) -> None:
     guide = (Path(__file__).parent.parent / "docs/guide/pages.md").read_text(encoding="utf-8")
     pins = Pins({"d": RunStore(results).get(DEMO)})
-    for name in Macros(pins).namespace():
+    for name in {**Macros(pins).namespace(), **Facts(pins).namespace()}:
         assert f"### {name}\n" in guide, name
     for name in Conditions(pins).namespace():
         assert f"| `{name}(" in guide, name

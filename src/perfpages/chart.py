@@ -31,12 +31,14 @@ STYLE = """\
   --perfpages-c1: #56b4e9; --perfpages-c2: #ff9e5e; --perfpages-c3: #3fd0a0;
   --perfpages-c4: #f0a6d2; --perfpages-c5: #f0c85a; --perfpages-c6: #a8d8f8;
 }
+/* Material sets the scheme on <body>: only a theme without schemes follows the OS alone. */
 @media (prefers-color-scheme: dark) {
-  :root:not([data-md-color-scheme]) {
+  body:not([data-md-color-scheme]) {
     --perfpages-c1: #56b4e9; --perfpages-c2: #ff9e5e; --perfpages-c3: #3fd0a0;
     --perfpages-c4: #f0a6d2; --perfpages-c5: #f0c85a; --perfpages-c6: #a8d8f8;
   }
 }
+.perfpages-claim { text-decoration: underline dotted; text-underline-offset: .2em; }
 .perfpages-claim-failed { text-decoration: underline wavy var(--md-code-hl-special-color, red); }
 """
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from perfpages.analysis import Change, format_percent
 from perfpages.errors import AnalysisError
+from perfpages.facts import floor_drift, text
 from perfpages.macro import scale, verdict
 from perfpages.metric import format_number, format_value, info
 from perfpages.pins import Found, Pins
+from perfpages.saturation import MIN_GAIN, P95_RISE
 
 MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
 
@@ -75,7 +77,8 @@ class Conditions:
 
     def namespace(self) -> dict[str, Callable[..., Condition]]:
         return {"faster": self.faster, "slower": self.slower, "between": self.between,
-                "below": self.below, "above": self.above, "overlap": self.overlap}
+                "below": self.below, "above": self.above, "overlap": self.overlap,
+                "saturated": self.saturated, "drifted": self.drifted}
 
     def _changes(self, base: str, other: str, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change]]:
@@ -163,3 +166,37 @@ class Conditions:
                          f" vs {format_number(c.other.min)}–{format_number(c.other.max)}")
         return Condition(ok, f"the ranges of {base} and {other} overlap in every cell "
                              f"({metric})", _listing(items))
+
+    def saturated(self, low: float, high: float, *, x: str = "clients",
+                  **filters: Any) -> Condition:
+        """From x=low to x=high, every selected series gains less throughput than the report's
+        knee rule allows (+10 %) while its p95 rises more than the rule's +50 %."""
+        items, ok = [], True
+        where = dict(filters.pop("where", None) or {})
+        for f in self.pins.select(metric="throughput", where={**where, x: low}, **filters):
+            same = {k: v for k, v in f.params.items() if k != x}
+
+            def at(metric: str, value: float, f: Found = f, same: dict[str, Any] = same) -> Any:
+                found = self.pins.select(metric=metric, run=f.run, block=f.block,
+                                         label=f.label, where={**same, x: value})
+                if len(found) != 1:
+                    raise AnalysisError(f"{len(found)} cells of {metric!r} at {x}={value} for "
+                                        f"{f.describe('parameters')}",
+                                        fix="narrow the selection with block=, label= or where=")
+                return found[0].cell
+
+            gain = Change("throughput", at("throughput", low), at("throughput", high))
+            rise = Change("p95", at("p95", low), at("p95", high))
+            ok &= shown_percent(gain) < MIN_GAIN * 100 and shown_percent(rise) > P95_RISE * 100
+            items.append(f"{f.describe('parameters')}: throughput {format_percent(gain.percent)}"
+                         f", p95 {format_percent(rise.percent)}")
+        return Condition(ok, f"from {x}={text(low)} to {x}={text(high)}, "
+                             f"throughput growing less than {format_percent(MIN_GAIN * 100)} "
+                             f"while p95 rises more than {format_percent(P95_RISE * 100)}",
+                         _listing(items))
+
+    def drifted(self, *, block: str | None = None, run: str | None = None) -> Condition:
+        """The floors after a block differ from those before by more than the run's threshold."""
+        d = floor_drift(self.pins.runs[self.pins.aliases(run)[0]], block)
+        return Condition(d.flagged, f"floors drifting beyond "
+                                    f"{format_number(d.threshold * 100)} %", d.describe())

@@ -21,6 +21,7 @@ import yaml
 from perfpages import escape, lint
 from perfpages.claim import Claim, Condition, Conditions
 from perfpages.errors import PerfpagesError
+from perfpages.facts import Facts
 from perfpages.macro import Macros
 from perfpages.pins import Pins, parse_front_matter
 from perfpages.store import RunStore
@@ -132,7 +133,7 @@ class _Page:
         self.path = path
         self.offset = offset
         self.claims: list[Claim] = []
-        self.namespace: dict[str, Any] = {**Macros(pins).namespace(),
+        self.namespace: dict[str, Any] = {**Macros(pins).namespace(), **Facts(pins).namespace(),
                                           **Conditions(pins).namespace(), "claim": self.claim}
 
     def claim(self, sentence: str, condition: Condition) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads only when knees() runs: claims read the constants alone
+    import pandas as pd
 
 MIN_GAIN = 0.10  # less than +10 % throughput for at least twice the clients …
 P95_RISE = 0.50  # … while p95 rises by more than 50 %: saturated
@@ -14,6 +15,8 @@ P95_RISE = 0.50  # … while p95 rises by more than 50 %: saturated
 def knees(frame: pd.DataFrame, min_gain: float = MIN_GAIN,
           p95_rise: float = P95_RISE) -> list[dict[str, Any]]:
     """Every step of every client sweep (medians of the rounds), flagged where saturated."""
+    import pandas as pd
+
     data = frame[frame["kind"] == "measure"]
     if "clients" not in data or data.empty:
         return []

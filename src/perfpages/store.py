@@ -49,16 +49,17 @@ class Loaded:
     path: Path
     manifest: Manifest
     cells: list[Record]
+    floors: list[Record] = field(default_factory=list)  # floor windows (label "floor")
     memo: dict[object, Any] = field(default_factory=dict)  # derived data, e.g. pins' cells
 
 
-def records(run: Run) -> list[Record]:
-    """Every measured cell of a run, its rounds in round order (pandas only here)."""
+def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
+    """Every cell of a run (measured, or floors), its rounds in round order (pandas only here)."""
     import pandas as pd
 
     from perfpages.frame import COLUMNS, load
 
-    frame = load(run, kinds=("measure",))
+    frame = load(run, kinds=kinds)
     if frame.empty:
         return []
     param_names = [c for c in frame.columns if c not in COLUMNS]
@@ -112,15 +113,18 @@ class RunStore:
         manifest = read_manifest(run_dir)
         cache = self._cache_file(run_dir) if manifest.status == "complete" else None
         if cache is not None and cache.is_file() and archived_files(run_dir) == manifest.files:
-            cells = [Record(**{**c, "values": tuple(c["values"])})
-                     for c in json.loads(cache.read_text(encoding="utf-8"))]
+            saved = json.loads(cache.read_text(encoding="utf-8"))
+            cells, floors = ([Record(**{**c, "values": tuple(c["values"])}) for c in saved[k]]
+                             for k in ("cells", "floors"))
         else:  # not cached, or its files changed: open_run validates and names any problem
             run = open_run(run_dir)
-            manifest, cells = run.manifest, records(run)
+            manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
             if cache is not None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                cache.write_text(json.dumps([c.__dict__ for c in cells]), encoding="utf-8")
-        loaded = Loaded(run_dir, manifest, cells)
+                cache.write_text(json.dumps({"cells": [c.__dict__ for c in cells],
+                                             "floors": [c.__dict__ for c in floors]}),
+                                 encoding="utf-8")
+        loaded = Loaded(run_dir, manifest, cells, floors)
         self._loaded[run_id] = (stamp, loaded)
         return loaded
 
