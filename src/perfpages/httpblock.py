@@ -136,7 +136,14 @@ class HttpBlocks:
                         continue
                     if not service.alive():  # it died in the last case (its errors say so)
                         service.stop()
-                        service.start()
+                        try:
+                            service.start()
+                        except PerfpagesError as exc:
+                            for rest in group[index:]:
+                                if not archived(rest):
+                                    self._failed(writer, block, name, rnd, rest, utc_now(),
+                                                 str(exc))
+                            break
                     seed = zlib.crc32(f"{rnd}/{name}/{params_key(case.params)}".encode())
                     turn = HttpTurn(service.url, window_s,
                                     method.warmup_s if index == 0 else 0.0, seed=seed & 0xFFFF,
