@@ -41,5 +41,5 @@ def cite(run: Run, site_url: str) -> str:
                   *_md_table(head["columns"], head["rows"]), ""]
     if data["changes"]["summary"]:
         lines += [f"- {s}" for s in data["changes"]["summary"]] + [""]
-    lines.append(f"Verify: `invoke bench.verify {m.id}`")
+    lines.append(f"Verify: `invoke bench.verify --run {m.id}`")
     return "\n".join(lines) + "\n"

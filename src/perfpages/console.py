@@ -36,7 +36,7 @@ def run_suite(opts: Any, console: Console) -> int:
     run_dir = runner.run(opts, console)
     status = read_manifest(run_dir).status
     console.print(f"{status}: {run_dir}", highlight=False)
-    console.print(f"report: invoke bench.report {run_dir.name} --results {run_dir.parent}",
+    console.print(f"report: invoke bench.report --run {run_dir.name} --results {run_dir.parent}",
                   highlight=False)
     return 0
 

@@ -99,7 +99,7 @@ def render(run: Run, site_url: str) -> str:
         out += ["## Cite", "", "Paste into a pull request (`invoke bench.cite` prints the same):",
                 "", escape.fence(cite(run, site_url), "markdown"), ""]
     out += ["## Replay", "", "The command that made this run, and the check of its archive:", "",
-            escape.fence(f"{m.command}\ninvoke bench.verify {m.id}", "bash"), ""]
+            escape.fence(f"{m.command}\ninvoke bench.verify --run {m.id}", "bash"), ""]
     if run.notes:
         out += ["## Notes", "", *[f"- {escape.md(n)}" for n in run.notes], ""]
     return "\n".join(out)
