@@ -42,6 +42,10 @@ def suite(quick: bool) -> Suite:
                     window_s=turn.window_s, callers=2, seed=turn.seed)
 
     capacity = item(2, "/health")
+    # CPU-bound, so py-spy (which skips threads waiting on sockets) has samples to show.
+    spin = HttpCase({"call": "spin", "callers": 2},
+                    lambda turn: Load([Request(turn.base_url + "/spin")], duration_s=turn.window_s,
+                                      warmup_s=turn.warmup_s, callers=2, seed=turn.seed))
     return Suite(
         name="tinyhttp",
         title="Tiny HTTP suite (test run: a standard-library server, one-second windows)",
@@ -56,9 +60,10 @@ def suite(quick: bool) -> Suite:
             HttpBlockSpec("cold", (HttpCase({"call": "health"}, cold, samples=True,
                                             env={"TINY_DELAY_MS": "1"}),),
                           title="Every request kept", rounds=1, labels=("slow",)),
-            HttpBlockSpec("profile", (item(),), title="py-spy attached", rounds=1,
+            HttpBlockSpec("profile", (spin,), title="py-spy attached", rounds=1, window_s=2.0,
                           labels=("fast",), flamegraph=True,
-                          flame_rules=(("HTTP server", r"http/server\.py|socketserver\.py"),)),
+                          flame_rules=(("Work", r"^spin "),
+                                       ("HTTP server", r"http/server\.py|socketserver\.py"))),
         ),
         dataset=DataSet("none", rows=0, load=no_data),
         service=Service(spec=spec),

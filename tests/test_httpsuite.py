@@ -96,7 +96,9 @@ def test_floors_flamegraph_logs_and_nothing_left(http_run: Path) -> None:
     assert len(health) == 2 * 4 and all(w.label == FLOOR_LABEL and w.requests for w in health)
     assert len([w for w in r.floors if "tps" in w.metrics]) == 2 * 4  # pgbench, per block
     shares = json.loads((http_run / "diagnostics/profile/fast/cpu-shares.json").read_text())
-    assert shares["samples"] > 0 and sum(shares["shares_pct"].values()) == pytest.approx(100)
+    # The profile covers the whole load (2.5 s of a CPU-bound endpoint at 100 Hz).
+    assert shares["samples"] >= 20 and sum(shares["shares_pct"].values()) == pytest.approx(100)
+    assert shares["shares_pct"]["Work"] > 0
     assert (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text().startswith("<svg")
     assert (http_run / "diagnostics/calls/fast/server.log").read_text().count("listening") == 2
     assert subjects() == [] and leftover_servers() == []

@@ -1,6 +1,7 @@
 """The tiny HTTP suite's subject: a threaded standard-library server (no dependencies).
 
-GET /health → 200; GET /item?id=N → 200 with a small JSON body; GET /fail → 500.
+GET /health → 200; GET /item?id=N → 200 with a small JSON body; GET /spin → 200 after about a
+millisecond of Python work (something for a profiler to see); GET /fail → 500.
 TINY_DELAY_MS delays every /item (a slower "build"); TINY_EXIT=1 exits at start (a broken one).
 """
 
@@ -13,8 +14,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DELAY = float(os.environ.get("TINY_DELAY_MS", "0")) / 1000.0
 
 
+def spin() -> int:
+    total = 0
+    for i in range(20000):
+        total += i * i
+    return total
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the load generator expects
+    # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm holds the
+    # body until the client's delayed ACK, about 40 ms per request.
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         if self.path == "/health":
@@ -22,6 +33,8 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/item"):
             time.sleep(DELAY)
             status, body = 200, json.dumps({"path": self.path}).encode()
+        elif self.path == "/spin":
+            status, body = 200, str(spin()).encode()
         else:
             status, body = 500, b"no"
         self.send_response(status)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from html import escape
 from pathlib import Path
@@ -16,24 +18,49 @@ from perfpages.errors import PerfpagesError
 Stack = tuple[str, ...]
 
 
-def record(pid: int, duration_s: int, rate: int = 100) -> str:
-    """Sample a process and its children with py-spy; return collapsed stacks ('a;b;c 12')."""
-    beside = Path(sys.executable).parent / "py-spy"  # installed in this venv, maybe not on PATH
-    exe = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
-    if exe is None:
-        raise PerfpagesError("py-spy is not installed", key="flamegraph",
-                             fix="pip install py-spy, or run the suite without flame graphs")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "stacks.txt"
-        proc = subprocess.run(
-            [exe, "record", "--pid", str(pid), "--duration", str(duration_s), "--rate", str(rate),
-             "--subprocesses", "--nonblocking", "--format", "raw", "--output", str(out)],
-            capture_output=True, text=True)
-        if proc.returncode != 0 or not out.exists():
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise PerfpagesError(f"py-spy could not sample pid {pid}: {last}", key="flamegraph",
-                                 fix="py-spy needs ptrace: run as root or with CAP_SYS_PTRACE")
-        return out.read_text()
+class Recorder:
+    """py-spy sampling a process and its children from `start()` until `stop()`, so the samples
+    cover exactly the work in between however long its start-up takes."""
+
+    def __init__(self, pid: int, rate: int = 100) -> None:
+        beside = Path(sys.executable).parent / "py-spy"  # installed in this venv, maybe not on PATH
+        exe = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+        if exe is None:
+            raise PerfpagesError("py-spy is not installed", key="flamegraph",
+                                 fix="pip install py-spy, or run the suite without flame graphs")
+        self.pid = pid
+        self._tmp = tempfile.TemporaryDirectory()
+        self._out = Path(self._tmp.name) / "stacks.txt"
+        self._proc = subprocess.Popen(
+            [exe, "record", "--pid", str(pid), "--rate", str(rate), "--subprocesses",
+             "--nonblocking", "--format", "raw", "--output", str(self._out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def stop(self) -> str:
+        """Collapsed stacks ('a;b;c 12'); py-spy writes them when interrupted."""
+        try:
+            if self._proc.poll() is None:
+                self._proc.send_signal(signal.SIGINT)
+            try:
+                _, stderr = self._proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                _, stderr = self._proc.communicate()
+            if not self._out.exists():
+                last = (stderr.strip().splitlines() or ["no output"])[-1]
+                raise PerfpagesError(f"py-spy could not sample pid {self.pid}: {last}",
+                                     key="flamegraph",
+                                     fix="py-spy needs ptrace: run as root or with CAP_SYS_PTRACE")
+            return self._out.read_text()
+        finally:
+            self._tmp.cleanup()
+
+
+def record(pid: int, duration_s: float, rate: int = 100) -> str:
+    """Sample a process and its children for a while; return collapsed stacks."""
+    recorder = Recorder(pid, rate)
+    time.sleep(duration_s)
+    return recorder.stop()
 
 
 def parse(collapsed: str) -> Counter[Stack]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import replace
@@ -174,10 +173,12 @@ class HttpBlocks:
             load = case.load(turn)
             if case.samples:
                 load = replace(load, samples=True)
-            # The load's processes take about a second to start: sample a little longer.
-            profiler = (_Profiler(service, load.duration_s + load.warmup_s + 1.5) if profile
-                        else None)
-            result = loadgen.run(load)
+            profiler = _Profiler(service) if profile else None
+            try:
+                result = loadgen.run(load)
+            finally:
+                if profiler is not None:
+                    profiler.stop()
         except PerfpagesError as exc:
             if record:
                 self._failed(writer, block, name, rnd, case, start, str(exc))
@@ -198,26 +199,27 @@ class HttpBlocks:
 
 
 class _Profiler:
-    """py-spy on the subject while a case runs (in a thread: the load runs in processes)."""
+    """py-spy on the subject from the start of a case's load to its end."""
 
-    def __init__(self, service: Service, seconds: float) -> None:
+    def __init__(self, service: Service) -> None:
         assert service.process is not None
         self.stacks = ""
         self.error = ""
-        pid, duration = service.process.pid, max(1, round(seconds))
+        try:
+            self.recorder: flamegraph.Recorder | None = flamegraph.Recorder(service.process.pid)
+        except PerfpagesError as exc:
+            self.recorder, self.error = None, str(exc)
 
-        def work() -> None:
+    def stop(self) -> None:
+        if self.recorder is not None:
             try:
-                self.stacks = flamegraph.record(pid, duration)
+                self.stacks = self.recorder.stop()
             except PerfpagesError as exc:
                 self.error = str(exc)
-
-        self.thread = threading.Thread(target=work, daemon=True)
-        self.thread.start()
+            self.recorder = None
 
     def save(self, writer: ArchiveWriter, base: str, rules: list[tuple[str, str]],
              title: str) -> None:
-        self.thread.join()
         if self.error:
             writer.write_file(f"{base}/flamegraph-error.txt", self.error + "\n")
             return
