@@ -32,21 +32,31 @@ def _blank(match: re.Match[str]) -> str:
     return re.sub(r"[^\n]", " ", match.group(0))
 
 
-def prose(text: str) -> str:
-    """The text with fenced code, macros, comments, code spans and URLs blanked out."""
-    lines = text.split("\n")
+def fenced(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (its fences included); a fence
+    closes on a bare run of its own character at least as long as the opening one."""
+    out: list[bool] = []
     fence: str | None = None
-    for i, line in enumerate(lines):
+    for line in lines:
         m = FENCE.match(line)
         if fence is None and m:
             fence = m.group(1)
-            lines[i] = ""
+            out.append(True)
         elif fence is not None:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and \
                     line.strip() == m.group(1):
                 fence = None
-            lines[i] = ""
-    return SKIP.sub(_blank, "\n".join(lines))
+            out.append(True)
+        else:
+            out.append(False)
+    return out
+
+
+def prose(text: str) -> str:
+    """The text with fenced code, macros, comments, code spans and URLs blanked out."""
+    lines = text.split("\n")
+    kept = ["" if code else line for line, code in zip(lines, fenced(lines), strict=True)]
+    return SKIP.sub(_blank, "\n".join(kept))
 
 
 def check(text: str) -> list[Finding]:

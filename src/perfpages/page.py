@@ -27,7 +27,6 @@ from perfpages.pins import Pins, parse_front_matter
 from perfpages.store import RunStore
 
 FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
-FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
 TOKEN = "\x00{}\x00"
 CLAIM_MARK = re.compile("\x01(\\d+)\x01")
@@ -90,20 +89,9 @@ def protect(body: str) -> tuple[str, list[str]]:
         return TOKEN.format(len(saved) - 1)
 
     lines = body.split("\n")
-    fence: str | None = None
-    for i, line in enumerate(lines):
-        m = FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-            lines[i] = keep(line)
-        elif fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and \
-                    line.strip() == m.group(1):
-                fence = None
-            lines[i] = keep(line)
-        else:
-            lines[i] = CODE_SPAN.sub(lambda s: keep(s.group(0)), line)
-    return "\n".join(lines), saved
+    out = [keep(line) if code else CODE_SPAN.sub(lambda s: keep(s.group(0)), line)
+           for line, code in zip(lines, lint.fenced(lines), strict=True)]
+    return "\n".join(out), saved
 
 
 def restore(text: str, saved: list[str]) -> str:
