@@ -1,7 +1,9 @@
-"""Helpers for tests that build a temporary MkDocs project in-process over fixture archives."""
+"""Helpers shared by tests: temporary MkDocs projects built in-process over fixture archives,
+and a silent console for runs."""
 
 from __future__ import annotations
 
+import io
 import logging
 import shutil
 from dataclasses import replace
@@ -11,6 +13,7 @@ import yaml
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
+from rich.console import Console
 
 from perfpages.archive import open_run
 from perfpages.synthetic import Spec, generate
@@ -18,6 +21,11 @@ from perfpages.writer import ArchiveWriter
 
 DEMO = "2026-11-01-synthetic-demo"
 SWEEP = "2026-11-02-synthetic-sweep"
+
+
+def quiet() -> Console:
+    """A console that prints nowhere: a run's progress bar is not under test."""
+    return Console(file=io.StringIO(), force_terminal=False)
 HOSTILE = "2026-11-03-synthetic-hostile"
 PARTIAL = "2026-11-04-synthetic-partial"
 CORRUPT = "2026-11-05-synthetic-corrupt"

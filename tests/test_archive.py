@@ -177,18 +177,3 @@ def test_synthetic_spec_controls_labels_and_rounds(tmp_path: Path) -> None:
     assert list(run.manifest.labels) == ["x"] and run.manifest.scope == "synthetic"
     assert {w.round for w in run.windows} == {1, 2, 3}
     assert replace(run.manifest, status="complete").title.startswith("Synthetic")
-
-
-def test_fast_percentiles_agree_with_hdrh() -> None:
-    import random
-
-    lat = Latency()
-    rng = random.Random(3)
-    for _ in range(2000):
-        lat.record_us(rng.lognormvariate(7, 1.2))
-    summary = lat.summary_ms()
-    for name, p in (("p50", 50), ("p95", 95), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99)):
-        assert summary[name] == lat.hdr.get_value_at_percentile(p) / 1000
-    assert summary["max"] == lat.hdr.get_max_value() / 1000
-    assert summary["mean"] == pytest.approx(lat.hdr.get_mean_value() / 1000, rel=1e-3)
-    assert Latency().summary_ms() == {}

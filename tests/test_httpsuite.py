@@ -4,26 +4,22 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 import shutil
 from pathlib import Path
 
 import psutil
 import pytest
-from rich.console import Console
 
 from perfpages import report
 from perfpages.archive import FLOOR_LABEL, open_run, verify
 from perfpages.postgres import leftover_servers
 from perfpages.runner import Options, run
+from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
 
-
-def quiet() -> Console:
-    return Console(file=io.StringIO(), force_terminal=False)
 
 
 def subjects() -> list[int]:

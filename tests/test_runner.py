@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import signal
@@ -12,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from perfpages import report
 from perfpages.archive import FLOOR_LABEL, open_run, read_manifest
@@ -20,13 +18,11 @@ from perfpages.errors import PerfpagesError
 from perfpages.postgres import free_port, leftover_servers
 from perfpages.runner import Options, run
 from perfpages.window import Window
+from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
 
-
-def quiet() -> Console:
-    return Console(file=io.StringIO(), force_terminal=False)
 
 
 def our_data_dirs() -> set[str]:
