@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from invoke import Collection, Context, Exit, task
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "src"))
-
-from perfpages import console  # noqa: E402
 
 RESULTS = ROOT / "results"
 BENCHMARKS = ROOT / "benchmarks"
@@ -22,7 +23,12 @@ def _results(results: str | None) -> Path:
     return Path(results) if results else RESULTS
 
 
-def _exit(code: int) -> None:
+def _command(action: Callable[[ModuleType, Any], int]) -> None:
+    """Run a console command; exit with its code. Imported here, not at the top, so that
+    `inv --list` does not load pandas."""
+    from perfpages import console
+
+    code = console.run_command(lambda out: action(console, out))
     if code:
         raise Exit(code=code)
 
@@ -51,13 +57,13 @@ def run(c: Context, suite: str | None = None, labels: str | None = None,
     opts = Options(suite=suite, benchmarks=BENCHMARKS, results=_results(results),
                    labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
                    resume=resume, dsn=dsn, seed=seed, command="invoke " + " ".join(sys.argv[1:]))
-    _exit(console.run_command(lambda out: console.run_suite(opts, out)))
+    _command(lambda cmd, out: cmd.run_suite(opts, out))
 
 
 @task(help={"results": RESULTS_HELP})
 def list_(c: Context, results: str | None = None) -> None:
     """List every archived run: id, date, suite, scope, status, labels."""
-    _exit(console.run_command(lambda out: console.list_runs(_results(results), out)))
+    _command(lambda cmd, out: cmd.list_runs(_results(results), out))
 
 
 @task(help={"run": "run id or unique part of it (default: the newest run)",
@@ -71,21 +77,20 @@ def report(c: Context, run: str | None = None, compare: str | None = None, forma
            min_rounds: str | None = None, results: str | None = None,
            allow_mixed: bool = False) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
-    _exit(console.run_command(lambda out: console.print_report(
-        _results(results), run, compare, format, min_rounds, out, allow_mixed)))
+    _command(lambda cmd, out: cmd.print_report(_results(results), run, compare, format,
+                                               min_rounds, out, allow_mixed))
 
 
 @task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
 def verify(c: Context, run: str | None = None, results: str | None = None) -> None:
     """Check runs against the schema and their checksums; exit 1 on any problem."""
-    _exit(console.run_command(lambda out: console.verify_runs(_results(results), run, out)))
+    _command(lambda cmd, out: cmd.verify_runs(_results(results), run, out))
 
 
 @task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP})
 def cite(c: Context, run: str, results: str | None = None) -> None:
     """Print a Markdown block citing a complete run, for a pull request."""
-    _exit(console.run_command(
-        lambda out: console.print_cite(_results(results), run, MKDOCS_YML)))
+    _command(lambda cmd, out: cmd.print_cite(_results(results), run, MKDOCS_YML))
 
 
 @task

@@ -167,7 +167,7 @@ def test_ctrl_c_from_the_terminal(tmp_path: Path) -> None:
     assert lines >= 2, "the run never archived two windows"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "is partial" in err.strip().splitlines()[-1]
+    assert proc.returncode == 130 and "is partial" in err.strip().splitlines()[-1]
     run_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
     assert read_manifest(run_dir).status == "partial"
     assert leftover_servers() == []

@@ -14,19 +14,20 @@ from rich.table import Table as RichTable
 from perfpages import report, saturation
 from perfpages.archive import Run, find_runs, open_run, read_manifest, resolve, verify
 from perfpages.cite import cite
-from perfpages.errors import ArchiveError, PerfpagesError
+from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
 
 DEFAULT_SITE_URL = "https://perfpages.example.org/"
 
 
 def run_command(action: Callable[[Console], int], console: Console | None = None) -> int:
-    """Call a command; a PerfpagesError becomes one line on stderr and exit code 1."""
+    """Call a command; a PerfpagesError becomes one line on stderr and exit code 1 (130 when
+    interrupted)."""
     console = console or Console(soft_wrap=True)
     try:
         return action(console)
     except PerfpagesError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 130 if isinstance(exc, Interrupted) else 1
 
 
 def run_suite(opts: Any, console: Console) -> int:

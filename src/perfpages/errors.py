@@ -34,6 +34,12 @@ class PerfpagesError(Exception):
         return text
 
 
+class Interrupted(PerfpagesError):
+    """Ctrl-C or SIGTERM: the command stopped cleanly; exits 130 as shells expect."""
+
+    exit_code = 130
+
+
 class ArchiveError(PerfpagesError):
     """A run directory is missing, malformed or corrupt."""
 

@@ -32,7 +32,7 @@ from rich.progress import (
 from perfpages import build, diagnostics, machine, pgbench
 from perfpages.archive import FLOOR_LABEL, read_manifest, resolve
 from perfpages.cluster import Clusters
-from perfpages.errors import PerfpagesError
+from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.httpblock import HttpBlocks, case_seconds
 from perfpages.manifest import Block, Manifest, Method
 from perfpages.postgres import Server, redact
@@ -57,8 +57,8 @@ class Options:
     on_window: Callable[[Window], None] | None = None  # called after each archived window
 
 
-def _interrupted(run_id: str, suite: str) -> PerfpagesError:
-    return PerfpagesError(f"interrupted: run {run_id} is partial", key="bench.run",
+def _interrupted(run_id: str, suite: str) -> Interrupted:
+    return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run",
                           fix=f"complete it with `invoke bench.run --suite {suite} "
                               f"--resume {run_id}`")
 
@@ -139,7 +139,7 @@ class Runner:
                 return writer.run_dir
             except KeyboardInterrupt:
                 if run_id == "?":
-                    raise PerfpagesError("interrupted before the run was archived",
+                    raise Interrupted("interrupted before the run was archived",
                                          key="bench.run", fix="start it again") from None
                 raise _interrupted(run_id, suite.name) from None
             finally:
