@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from perfpages import report
+from perfpages import suite as suite_module
 from perfpages.archive import FLOOR_LABEL, open_run, read_manifest
 from perfpages.errors import PerfpagesError
 from perfpages.postgres import free_port, leftover_servers
@@ -263,3 +264,30 @@ def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> N
     finally:
         external.destroy()
     assert leftover_servers() == []
+
+
+@pytest.mark.parametrize(("source", "line", "needle"), [
+    ("def suite(quick):\n    return 1 +\n", 2, "syntax error"),
+    ("from perfpages.suite import Suite\n\ndef suite(quick):\n"
+     "    return Suite(name='x', title='t', labels=(), blocks=())\n", 4,
+     "TypeError: Suite.__init__() missing 1 required positional argument: 'dataset'"),
+    ("import dataclasses, tiny\nfrom perfpages.suite import LabelSpec\n\ndef suite(quick):\n"
+     "    labels = (LabelSpec('a'), LabelSpec('a'))\n"
+     "    return dataclasses.replace(tiny.suite(quick), labels=labels)\n",
+     6, "needs distinct label names"),
+    ("def suite(quick):\n    return {}['missing']\n", 2, "KeyError: 'missing'"),
+    ("def suite(quick):\n    return 'not a suite'\n", None, "did not return a perfpages.suite"),
+])
+def test_a_broken_suite_module_is_one_line_with_its_line(tmp_path: Path, source: str,
+                                                         line: int | None, needle: str) -> None:
+    shutil.copy(BENCHMARKS / "tiny.py", tmp_path / "tiny.py")
+    (tmp_path / "broken.py").write_text(source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(PerfpagesError) as caught:
+            suite_module.load("broken", tmp_path)
+    finally:
+        sys.path.remove(str(tmp_path))
+    where = f"{tmp_path / 'broken.py'}:{line}: " if line else f"{tmp_path / 'broken.py'}: "
+    assert str(caught.value).startswith(where) and needle in str(caught.value)
+    assert "\n" not in str(caught.value)

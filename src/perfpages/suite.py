@@ -13,6 +13,7 @@ import inspect
 import json
 import re
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,6 +228,13 @@ def available(directory: Path) -> list[str]:
                   if NAME.match(p.stem) and not p.stem.startswith("bench_"))
 
 
+def _line_in(path: Path, exc: BaseException) -> int | None:
+    """The line of the suite module nearest to where `exc` was raised."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if Path(f.filename).resolve() == path.resolve()]
+    return frames[-1].lineno if frames else None
+
+
 def load(name: str, directory: Path, quick: bool = False) -> Suite:
     """Import `directory/<name>.py` and call its `suite(quick)`."""
     path = directory / f"{name}.py"
@@ -239,12 +247,25 @@ def load(name: str, directory: Path, quick: bool = False) -> Suite:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    factory = getattr(module, "suite", None)
-    if not callable(factory):
-        raise PerfpagesError("defines no suite(quick) function", where=path, key="suite",
-                             fix="see docs/guide/suites.md")
-    result = factory(quick)
+    try:
+        spec.loader.exec_module(module)
+        factory = getattr(module, "suite", None)
+        if not callable(factory):
+            raise PerfpagesError("defines no suite(quick) function", where=path, key="suite",
+                                 fix="see docs/guide/suites.md")
+        result = factory(quick)
+    except PerfpagesError as exc:
+        if exc.where:
+            raise
+        raise PerfpagesError(exc.what, where=path, line=_line_in(path, exc), key=exc.key,
+                             fix=exc.fix) from None
+    except SyntaxError as exc:
+        raise PerfpagesError(f"syntax error: {exc.msg}", where=path, line=exc.lineno,
+                             fix="fix the suite module") from None
+    except Exception as exc:  # a suite is user code: its bug is one line, not a traceback
+        raise PerfpagesError(f"{type(exc).__name__}: {exc}", where=path,
+                             line=_line_in(path, exc),
+                             fix="fix the suite module (docs/guide/suites.md)") from None
     if not isinstance(result, Suite):
         raise PerfpagesError("suite(quick) did not return a perfpages.suite.Suite", where=path,
                              key="suite", fix="see docs/guide/suites.md")
