@@ -147,6 +147,16 @@ def test_a_bad_pin_fails_the_build_with_page_and_line(tmp_path: Path, results: P
     assert failed.value.messages[-1].startswith(f"docs/perf/v1.md:4: runs.demo: {what}")
 
 
+def test_front_matter_that_is_not_yaml_fails_with_its_line(tmp_path: Path,
+                                                         results: Path) -> None:
+    """MkDocs alone would render it as text, with the pins and macros silently unread."""
+    page = f"---\ntitle: T\nruns:\n  demo: {DEMO}\n   x: y\n---\n# T\n{{{{ table() }}}}\n"
+    with pytest.raises(Failed) as failed:
+        build_site(tmp_path, {"perf/v1.md": page}, results, strict=False)
+    assert failed.value.messages[-1].startswith(
+        "docs/perf/v1.md:5: front matter: not valid YAML: mapping values are not allowed here")
+
+
 def test_a_corrupt_pin_fails_and_its_run_page_warns(tmp_path: Path, bad_results: Path) -> None:
     page = "---\nruns: [2026-11-05-synthetic-corrupt]\n---\n# T\n"
     with pytest.raises(Failed, match=r"docs/index.md:2: runs.2026-11-05-synthetic-corrupt: "

@@ -40,15 +40,22 @@ class Rendered:
     warnings: list[str] = field(default_factory=list)  # lint findings and failed claims
 
 
-def split(source: str) -> tuple[dict[str, Any], str, int]:
-    """Front matter, body, and the number of source lines before the body (as MkDocs strips)."""
+def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
+    """Front matter, body, and the number of source lines before the body (as MkDocs strips).
+    Front matter that is not YAML is an error naming `path` and the line (MkDocs would
+    silently render it as text, with the page's pins and macros unread)."""
     m = FRONT_MATTER.match(source)
     if not m:
         return {}, source, 0
     try:
         meta = yaml.safe_load(m.group(1)) or {}
-    except yaml.YAMLError:
-        return {}, source, 0
+    except yaml.YAMLError as exc:
+        if path is None:
+            return {}, source, 0
+        mark = getattr(exc, "problem_mark", None)
+        raise PerfpagesError(f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                             where=path, line=mark.line + 2 if mark else 1, key="front matter",
+                             fix="fix the YAML between the two `---` lines") from None
     rest = source[m.end():]
     body = rest.lstrip("\n")
     return (meta if isinstance(meta, dict) else {}), body, source[: len(source) - len(body)].count(
@@ -166,6 +173,8 @@ def _annotate(text: str, claims: list[Claim]) -> str:
 def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: RunStore,
            source: str | None = None) -> Rendered:
     """Render a page's macros and claims; pages that pin no runs come back unchanged."""
+    if source is not None and not meta:
+        split(source, path)  # raises if MkDocs dropped front matter it could not parse
     aliases = parse_front_matter(meta, path)
     if not aliases:
         return Rendered(body)
@@ -193,7 +202,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
 
 def render_file(file: Path, *, path: str, store: RunStore) -> Rendered:
     source = file.read_text(encoding="utf-8-sig")
-    meta, body, offset = split(source)
+    meta, body, offset = split(source, path)
     return render(body, meta, path=path, offset=offset, store=store, source=source)
 
 
