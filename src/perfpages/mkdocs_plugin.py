@@ -52,6 +52,11 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         if config.config_file_path:
             self.root = Path(config.config_file_path).resolve().parent
         self.results_dir = (self.root / self.config.results).resolve()
+        if not self.results_dir.is_dir():
+            # Not fatal (a new project has no runs yet), but a mistyped path would otherwise
+            # give an empty runs index without a word; strict builds stop here.
+            log.warning(f"plugins.perfpages.results: {self.results_dir} is not a directory — "
+                        f"create it, or point the option at the archived runs")
         cache = self.root / ".cache" / "perfpages" if self.config.cache else None
         if self.store is None or self.store.results_dir != self.results_dir or \
                 self.store.cache_dir != cache:
