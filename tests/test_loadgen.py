@@ -262,3 +262,15 @@ def test_share_of_capacity_sets_the_offered_rate() -> None:
     load = Load([Request("http://h/")], duration_s=1, share=0.75, capacity=892, callers=8)
     assert load.open_loop and load.offered_rate == pytest.approx(669)
     assert not Load([Request("http://h/")], duration_s=1).open_loop
+
+
+def test_batched_recording_equals_recording_one_by_one() -> None:
+    from perfpages.loadworker import _record_all
+
+    values = [0, 1, 1, 250, 250, 251, 4_000_000_000, -3, 1_234_567]  # zero, negative, too big
+    one_by_one, batched = Latency(), Latency()
+    for us in values:
+        one_by_one.record_us(max(us, 1.0))
+    _record_all(batched, values)
+    assert batched.encode() == one_by_one.encode() and batched.count == len(values)
+    assert batched.clamped == one_by_one.clamped == 1
