@@ -289,7 +289,11 @@ class Shard:
         try:
             async with self.session.request(method, url, headers=headers, data=body,
                                             allow_redirects=False) as resp:  # count 3xx as such
-                await resp.read()
+                # Drain the body without joining it into bytes (its arrival, not its content,
+                # is measured); a small one is usually complete with the headers already.
+                content = resp.content
+                while not content.is_eof():
+                    await content.readany()
                 # The whole response is in: returning the connection to the pool is not the
                 # subject's time.
                 done = now_s()
