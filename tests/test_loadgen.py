@@ -34,6 +34,7 @@ class Server:
         self.keys: list[str] = []
         self.bodies: list[object] = []
         self.api_keys: list[str | None] = []
+        self.peers: set[object] = set()  # client addresses: one per connection
         self.loop = asyncio.new_event_loop()
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -74,9 +75,25 @@ class Server:
                 self.bodies.append(await request.json())
             return web.Response(text="item")
 
+        async def big(request: web.Request) -> web.Response:
+            self.peers.add(request.transport.get_extra_info("peername"))  # type: ignore[union-attr]
+            return web.Response(body=b"x" * 300_000)
+
+        async def chunked(request: web.Request) -> web.StreamResponse:
+            self.peers.add(request.transport.get_extra_info("peername"))  # type: ignore[union-attr]
+            response = web.StreamResponse()
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            for _ in range(3):
+                await response.write(b"y" * 10_000)
+                await asyncio.sleep(0.001)
+            await response.write_eof()
+            return response
+
         app = web.Application(middlewares=[self._count])
         app.add_routes([web.get("/ok", ok), web.get("/fail", fail), web.get("/slow", slow),
-                        web.get("/hang", hang), web.get("/moved", moved),
+                        web.get("/hang", hang), web.get("/moved", moved), web.get("/big", big),
+                        web.get("/chunked", chunked),
                         web.route("*", "/item/{aid}", item)])
         return app
 
@@ -125,6 +142,17 @@ def test_closed_loop_counts_match_the_servers_own_count(server: Server) -> None:
     assert all(w.metrics["non_2xx"] == sum(w.codes.get(c, 0) for c in ("302", "404", "500"))
                for w in windows)
     assert result.total().metrics(False)["generator_cpu_pct"] > 0  # type: ignore[operator]
+
+
+def test_bodies_large_and_chunked_are_read_whole_over_kept_alive_connections(
+        server: Server) -> None:
+    load = Load([Request(f"{server.base}/big"), Request(f"{server.base}/chunked")],
+                duration_s=0.5, callers=3)
+    total = run(load).total()
+    assert total.codes["200"] == server.counts["big"] + server.counts["chunked"]
+    assert server.counts["big"] > 3 and server.counts["chunked"] > 3
+    assert total.error_count == 0 and total.requests == total.codes["200"]
+    assert len(server.peers) <= 3  # each connection kept alive for the next request
 
 
 def test_templates_fill_keys_headers_and_json_bodies(server: Server) -> None:
@@ -262,3 +290,15 @@ def test_share_of_capacity_sets_the_offered_rate() -> None:
     load = Load([Request("http://h/")], duration_s=1, share=0.75, capacity=892, callers=8)
     assert load.open_loop and load.offered_rate == pytest.approx(669)
     assert not Load([Request("http://h/")], duration_s=1).open_loop
+
+
+def test_batched_recording_equals_recording_one_by_one() -> None:
+    from perfpages.loadworker import _record_all
+
+    values = [0, 1, 1, 250, 250, 251, 4_000_000_000, -3, 1_234_567]  # zero, negative, too big
+    one_by_one, batched = Latency(), Latency()
+    for us in values:
+        one_by_one.record_us(max(us, 1.0))
+    _record_all(batched, values)
+    assert batched.encode() == one_by_one.encode() and batched.count == len(values)
+    assert batched.clamped == one_by_one.clamped == 1

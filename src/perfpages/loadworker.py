@@ -13,11 +13,12 @@ import os
 import random
 import signal
 import time
-from collections import deque
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
+from multidict import CIMultiDict
 from yarl import URL
 
 from perfpages.histogram import Latency
@@ -62,15 +63,46 @@ def _loop_factory(want_uvloop: bool) -> tuple[str, Callable[[], asyncio.Abstract
     return "asyncio", asyncio.new_event_loop
 
 
-def _record(hist: Latency, seconds: float) -> None:
-    # A zero lag is a real value, not an out-of-range one: floor it at the histogram's 1 µs.
-    hist.record_us(max(seconds * 1e6, 1.0))
+class Bucket:
+    """One window's Tally plus what its requests recorded since the last flush: appending a
+    rounded microsecond value costs tens of nanoseconds, hdrh's record_value() (pure Python)
+    microseconds, so values are kept here and recorded once per distinct value, losslessly."""
+
+    __slots__ = ("codes", "lag", "latency", "service", "tally")
+
+    def __init__(self, tally: Tally) -> None:
+        self.tally = tally
+        self.latency: list[int] = []
+        self.service: list[int] = []
+        self.lag: list[int] = []
+        self.codes: dict[int, int] = {}  # by status as an int: no str() per response
+
+    def flush(self) -> None:
+        tally = self.tally
+        for values, hist in ((self.latency, tally.latency), (self.service, tally.service),
+                             (self.lag, tally.lag)):
+            if values:
+                _record_all(hist, values)
+                values.clear()
+        for code, n in self.codes.items():
+            tally.codes[str(code)] += n
+        self.codes.clear()
+
+
+def _record_all(hist: Latency, values: list[int]) -> None:
+    for us, n in Counter(values).items():
+        # A zero lag is a real value, not an out-of-range one: floor it at the histogram's 1 µs.
+        hist.record_us(us if us > 1 else 1, n)
 
 
 async def sleep_until(t: float) -> None:
     # Event-loop timers have millisecond resolution and may wake a little early.
     while (delay := t - now_s()) > 0:
         await asyncio.sleep(delay)
+
+
+# method, URL, headers, body: what session.request() is given
+Prepared = tuple[str, URL | str, Mapping[str, str] | None, bytes | None]
 
 
 class Template:
@@ -87,10 +119,14 @@ class Template:
         self.url: URL | str = req.url if self.fill else URL(req.url)
         self.body: bytes | None = body.encode() if body else None
         self.dynamic_headers = any(PLACEHOLDER.search(v) for v in self.headers.values())
+        # Without placeholders everything is built once; aiohttp copies the headers it is given
+        # (a CIMultiDict without converting it first) and takes no headers at all as None.
+        self.static: Prepared = (self.method, self.url,
+                                 CIMultiDict(self.headers) if self.headers else None, self.body)
 
-    def make(self, rng: random.Random) -> tuple[str, URL | str, dict[str, str], bytes | None]:
+    def make(self, rng: random.Random) -> Prepared:
         if not self.fill:
-            return self.method, self.url, self.headers, self.body
+            return self.static
         url, body, headers = self.url_text, self.body_text, self.headers
         if self.dynamic_headers:
             headers = dict(headers)
@@ -114,6 +150,22 @@ class StampedRequest(aiohttp.ClientRequest):
         return response
 
 
+class Slot:
+    """A caller's (or open-loop chain's) request in flight, for the watchdog: setting a deadline
+    per request is cheaper than a dict entry keyed by the current task. Open loop reuses them."""
+
+    __slots__ = ("deadline", "expired", "task")
+
+    def __init__(self, task: asyncio.Task[Any] | None = None) -> None:
+        self.task = task
+        self.deadline = IDLE
+        self.expired = False
+
+
+IDLE = float("inf")  # a slot's deadline with no request in flight
+FLUSH_AT = 1 << 16  # values a bucket may hold before it is recorded mid-window (bounds memory)
+
+
 class Shard:
     """This process's share of the load, and its windows."""
 
@@ -123,6 +175,9 @@ class Shard:
         self.callers = load.callers_of(shard)
         self.rng = random.Random(f"{load.seed}:params:{shard}")
         self.templates = [Template(r) for r in load.requests]
+        # One template without placeholders (the usual benchmark): the same request every time.
+        only = self.templates[0]
+        self.fixed = only.static if len(self.templates) == 1 and not only.fill else None
         total = 0.0
         self.cumulative = []
         for r in load.requests:
@@ -131,14 +186,16 @@ class Shard:
         self.lengths = load.windows()
         self.windows = [Tally(index=i, duration_s=d) for i, d in enumerate(self.lengths)]
         self.warm = Tally(index=-1, duration_s=load.warmup_s)
+        self.buckets = [Bucket(t) for t in self.windows]
+        self.warm_bucket = Bucket(self.warm) if load.warmup_s > 0 else self.buckets[0]
         self.samples: list[str] = []
         self.t0 = self.t_start = self.t_end = 0.0
         self.free = self.callers
         self.backlog: deque[float] = deque()
         self.stopping = False
-        self.deadlines: dict[asyncio.Task[Any], float] = {}
+        self.slots: list[Slot] = []  # at most one per caller
+        self.spare: list[Slot] = []  # open loop: slots of chains that have ended
         self.parent = os.getppid()
-        self.expired: set[asyncio.Task[Any]] = set()
 
     def pick(self) -> Template:
         if len(self.templates) == 1:
@@ -146,17 +203,32 @@ class Shard:
         x = self.rng.random() * self.cumulative[-1]
         return self.templates[bisect.bisect_right(self.cumulative, x)]
 
-    def tally_at(self, t: float) -> Tally:
+    def bucket_at(self, t: float) -> Bucket:
         if t < self.t0:
-            return self.warm if self.load.warmup_s > 0 else self.windows[0]
-        return self.windows[min(int((t - self.t0) / self.load.window_s), len(self.windows) - 1)]
+            return self.warm_bucket
+        return self.buckets[min(int((t - self.t0) / self.load.window_s), len(self.buckets) - 1)]
+
+    def tally_at(self, t: float) -> Tally:
+        return self.bucket_at(t).tally
+
+    def flush(self) -> None:
+        self.warm_bucket.flush()
+        for bucket in self.buckets:
+            bucket.flush()
+
+    def slot(self, task: asyncio.Task[Any] | None = None) -> Slot:
+        slot = Slot(task)
+        self.slots.append(slot)
+        return slot
 
     async def run(self) -> dict[str, Any]:
         load = self.load
+        # The pool holds exactly as many connections as there are callers; no cookie jar, no
+        # decompression and no per-request timer (see watchdog()): per-request work is the
+        # generator's CPU, and at high rates that CPU is the limit.
         connector = aiohttp.TCPConnector(limit=self.callers, limit_per_host=self.callers,
                                          keepalive_timeout=120, ttl_dns_cache=None)
         async with aiohttp.ClientSession(
-                # No per-request timer (it costs CPU on every call): see watchdog().
                 connector=connector, timeout=aiohttp.ClientTimeout(total=None),
                 cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
                 request_class=StampedRequest) as session:
@@ -176,6 +248,7 @@ class Shard:
             self.stopping = True
             cpu_s = await probe
             await watchdog
+        self.flush()
         tallies = ([self.warm] if load.warmup_s > 0 else []) + self.windows
         return {"windows": [t.to_json() for t in tallies], "samples": self.samples,
                 "started": start_at, "cpu_s": cpu_s}
@@ -199,32 +272,40 @@ class Shard:
                 if current.index >= 0:
                     measured += cpu - cpu_prev
                 current, cpu_prev = here, cpu
+                if not finished:
+                    self.flush()  # a window ended: record its values (late ones come later)
             if finished:
                 return measured
 
-    async def send(self, intended: float, sent: float) -> None:
+    async def send(self, intended: float, sent: float, slot: Slot) -> None:
         """One request, due at `intended` and handed to aiohttp at `sent`. Closed loop: latency
         runs from the moment the request went to the socket, as wrk's does; open loop: from
         `intended` (coordinated omission corrected), with service time from the socket."""
-        tally = self.tally_at(intended)
-        method, url, headers, body = self.pick().make(self.rng)
+        bucket = self.bucket_at(intended)
+        tally = bucket.tally
+        method, url, headers, body = self.fixed or self.pick().make(self.rng)
         tally.requests += 1
         status: int | str
-        task = asyncio.current_task()
-        assert task is not None
-        self.deadlines[task] = sent + self.load.timeout_s
-        wire = sent
+        slot.deadline = sent + self.load.timeout_s
+        wire = done = sent
         try:
             async with self.session.request(method, url, headers=headers, data=body,
                                             allow_redirects=False) as resp:  # count 3xx as such
-                await resp.read()
+                # Drain the body without joining it into bytes (its arrival, not its content,
+                # is measured); a small one is usually complete with the headers already.
+                content = resp.content
+                while not content.is_eof():
+                    await content.readany()
+                # The whole response is in: returning the connection to the pool is not the
+                # subject's time.
+                done = now_s()
                 status = resp.status
                 wire = getattr(resp, "perfpages_sent", sent)
         except asyncio.CancelledError:
-            if task not in self.expired:
+            if not slot.expired:
                 raise
-            self.expired.discard(task)
-            task.uncancel()
+            slot.expired = False
+            slot.task.uncancel()  # type: ignore[union-attr]
             status = "timeout"
         except TimeoutError:
             status = "timeout"
@@ -233,23 +314,29 @@ class Shard:
         except (aiohttp.ClientError, OSError):
             status = "other"
         finally:
-            self.deadlines.pop(task, None)
-        done = now_s()
+            slot.deadline = IDLE
         if isinstance(status, str):
+            done = now_s()
             tally.errors[status] += 1
-        else:
-            tally.codes[str(status)] += 1
             latency = done - (intended if self.open else wire)
-            _record(tally.latency, latency)
+        else:
+            codes = bucket.codes
+            codes[status] = codes.get(status, 0) + 1
             if self.open:
-                _record(tally.service, done - wire)
-                _record(tally.lag, wire - intended)
+                latency = done - intended
+                bucket.service.append(round((done - wire) * 1e6))
+                bucket.lag.append(round((wire - intended) * 1e6))
+            else:
+                latency = done - wire
+            values = bucket.latency
+            values.append(round(latency * 1e6))
+            if len(values) >= FLUSH_AT:
+                bucket.flush()
             if done < self.t_end:
-                self.tally_at(done).completed += 1
-            if intended >= self.t0:
+                self.bucket_at(done).tally.completed += 1
+            if intended >= self.t0 and latency * 1000.0 > tally.slowest_ms:
                 tally.note_slowest(latency * 1000.0, intended - self.t0)
         if self.load.samples and intended >= self.t0:
-            latency = done - (intended if self.open else wire)
             self.samples.append(f"{intended - self.t0:.6f},{latency * 1000.0:.3f},"
                                 f"{(done - wire) * 1000.0:.3f},{status},{self.shard}\n")
 
@@ -261,23 +348,22 @@ class Shard:
     async def watchdog(self) -> None:
         """Time requests out by cancelling them: one sweep every WATCHDOG_S instead of a timer
         armed and disarmed on every request."""
-        while not self.stopping or self.deadlines:
+        while not self.stopping or any(s.deadline < IDLE for s in self.slots):
             await asyncio.sleep(WATCHDOG_S)
             self.exit_if_orphaned()
             now = now_s()
-            for task, deadline in list(self.deadlines.items()):
-                if deadline <= now and task not in self.expired:
-                    self.expired.add(task)
-                    task.cancel()
+            for slot in self.slots:
+                if slot.deadline <= now and not slot.expired:
+                    slot.expired = True
+                    slot.task.cancel()  # type: ignore[union-attr]
 
     async def caller(self) -> None:
         """Closed loop: the next request as soon as the last one is answered."""
+        slot = self.slot(asyncio.current_task())
         await sleep_until(self.t_start)
-        while True:
-            now = now_s()
-            if now >= self.t_end:
-                return
-            await self.send(now, now)
+        end, send = self.t_end, self.send
+        while (now := now_s()) < end:
+            await send(now, now, slot)
 
     async def open_loop(self) -> None:
         """Fire on the timetable, never waiting for a response: a request that finds every
@@ -301,7 +387,9 @@ class Shard:
                 self.tally_at(t).offered += 1
                 if self.free > 0:
                     self.free -= 1
-                    task = loop.create_task(self.chain(t))
+                    slot = self.spare.pop() if self.spare else self.slot()
+                    # The chain runs from the loop's next turn: its slot knows its task by then.
+                    slot.task = task = loop.create_task(self.chain(t, slot))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                 else:
@@ -310,7 +398,7 @@ class Shard:
         while tasks:
             await asyncio.gather(*list(tasks))
 
-    async def chain(self, t: float) -> None:
+    async def chain(self, t: float, slot: Slot) -> None:
         """Hold one connection slot while the backlog has requests, oldest first."""
         limit = self.load.drop_limit_s
         while True:
@@ -318,8 +406,9 @@ class Shard:
             if sent - t > limit:
                 self.tally_at(t).drops += 1
             else:
-                await self.send(t, sent)
+                await self.send(t, sent, slot)
             if not self.backlog:
                 break
             t = self.backlog.popleft()
+        self.spare.append(slot)
         self.free += 1
