@@ -234,6 +234,33 @@ def test_connection_errors_and_timeouts_are_counted(server: Server) -> None:
     assert total.requests == total.error_count
 
 
+def test_a_server_closing_kept_alive_connections_loses_no_request() -> None:
+    """A server that answers as if keeping the connection, then closes it: aiohttp opens a new
+    one for the next request, so nothing is counted as an error and nothing is lost."""
+    served: list[int] = []
+    ready = threading.Event()
+    port: list[int] = []
+
+    async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        served.append(1)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    async def serve() -> None:
+        server = await asyncio.start_server(answer_once, "127.0.0.1", 0)
+        port.append(server.sockets[0].getsockname()[1])
+        ready.set()
+        await server.serve_forever()
+
+    threading.Thread(target=lambda: asyncio.run(serve()), daemon=True).start()
+    assert ready.wait(10)
+    total = run(Load([Request(f"http://127.0.0.1:{port[0]}/")], duration_s=0.5, callers=2)).total()
+    assert total.requests > 0 and total.error_count == 0
+    assert total.codes["200"] == total.requests == len(served)
+
+
 def test_cold_path_samples_and_windows_archive(server: Server, tmp_path: Path) -> None:
     result = run(Load([Request(f"{server.base}/ok")], duration_s=0.5, window_s=0.5, callers=1,
                       warmup_s=0.2, samples=True))
