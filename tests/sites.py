@@ -21,16 +21,16 @@ from perfpages.writer import ArchiveWriter
 
 DEMO = "2026-11-01-synthetic-demo"
 SWEEP = "2026-11-02-synthetic-sweep"
-
-
-def quiet() -> Console:
-    """A console that prints nowhere: a run's progress bar is not under test."""
-    return Console(file=io.StringIO(), force_terminal=False)
 HOSTILE = "2026-11-03-synthetic-hostile"
 PARTIAL = "2026-11-04-synthetic-partial"
 CORRUPT = "2026-11-05-synthetic-corrupt"
 DIAGNOSED = "2026-11-06-synthetic-diagnosed"
 SCRIPT_LABEL = "<script>alert(1)</script>"
+
+
+def quiet() -> Console:
+    """A console that prints nowhere: a run's progress bar is not under test."""
+    return Console(file=io.StringIO(), force_terminal=False)
 
 
 def make_results(root: Path, corrupt: bool = False) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,15 @@ import yaml
 
 from perfpages import lint
 from perfpages.analysis import Change
+from perfpages.archive import open_run
 from perfpages.claim import Conditions, shown_percent
+from perfpages.errors import AnalysisError, ComparabilityError
 from perfpages.facts import Facts
 from perfpages.macro import Macros
 from perfpages.page import protect, restore, site_paths, split
 from perfpages.pins import Pins
 from perfpages.store import RunStore
+from perfpages.writer import ArchiveWriter
 from sites import DEMO, SWEEP, make_results
 
 
@@ -143,3 +147,31 @@ def test_selection_by_parameter_values_and_bounds(results: Path) -> None:
     assert callers(from_={"callers": 8}) == [8, 16, 32]
     assert callers(where={"callers": 32}) == callers(where={"callers": "32"}) == [32]
     assert callers(where={"call": "lookup"}, up_to={"callers": 1}) == [1]
+
+
+def test_changes_and_claims_across_two_pinned_runs(results: Path, tmp_path: Path) -> None:
+    store = RunStore(results)
+    # One run pinned under two aliases: across runs must give what within the run gives.
+    twice = Pins({"a": store.get(DEMO), "b": store.get(DEMO)})
+    assert Macros(twice).change("a:v1.0", "b:v1.1") == Macros(twice).change("v1.0", "v1.1",
+                                                                            run="a")
+    held = Conditions(twice).faster("a:v1.0", "b:v1.1")
+    assert held.holds and "b:v1.1" in held.expected
+    # Two runs pair on block and parameters: the sweep shares one cell with the demo.
+    both = Macros(Pins({"d": store.get(DEMO), "s": store.get(SWEEP)}))
+    assert both.change("d:v1.0", "s:v1.1").endswith("(clear gain)")
+    with pytest.raises(AnalysisError, match="ALIAS:LABEL on both sides"):
+        both.change("d:v1.0", "v1.1")
+    # Another machine: refused unless the page allows it, naming what differs.
+    demo = open_run(results / DEMO)
+    moved = replace(demo.manifest, id="2026-11-07-synthetic-moved", files={},
+                    machine={**demo.manifest.machine, "cpu": "Other CPU"})
+    with ArchiveWriter.create(tmp_path, moved) as writer:
+        for window in demo.windows:
+            writer.append(window)
+        writer.finish("complete")
+    mixed = Macros(Pins({"d": store.get(DEMO),
+                         "m": RunStore(tmp_path).get("2026-11-07-synthetic-moved")}))
+    with pytest.raises(ComparabilityError, match=r"machine\.cpu 'Synthetic CPU"):
+        mixed.change("d:v1.0", "m:v1.0")
+    assert mixed.change("d:v1.0", "m:v1.0", allow_mixed=True) == "±0.0 % (0 of 3 clear)"

@@ -164,9 +164,36 @@ class Pins:
                             + (f" for label {label!r}" if label else ""),
                             fix="check the names against `invoke bench.report`")
 
-    def pairs(self, base: str, other: str, *, metric: str, **filters: Any) -> list[
-            tuple[Found, Found]]:
-        """(base, other) cells that differ only in their label, in archive order."""
+    def side(self, label: str) -> tuple[str | None, str]:
+        """`ALIAS:LABEL` names a label of one pinned run; a plain label (even one with a colon)
+        stays as it is."""
+        alias, sep, rest = label.partition(":")
+        if sep and alias in self.runs and not any(label in self.labels(a) for a in self.runs):
+            return alias, rest
+        return None, label
+
+    def pairs(self, base: str, other: str, *, metric: str, allow_mixed: bool = False,
+              **filters: Any) -> list[tuple[Found, Found]]:
+        """(base, other) cells that differ only in their label, in archive order. Written as
+        `ALIAS:LABEL`, the two sides may come from two pinned runs (cells then pair on block and
+        parameters), which must be comparable unless `allow_mixed`."""
+        (run_a, label_a), (run_b, label_b) = self.side(base), self.side(other)
+        if run_a or run_b:
+            if not (run_a and run_b) or "run" in filters:
+                raise AnalysisError(f"compare {base!r} with {other!r} across runs as "
+                                    f"ALIAS:LABEL on both sides, without run=",
+                                    fix=f"pinned aliases: {', '.join(self.runs)}")
+            check_comparable([self.runs[run_a].manifest, self.runs[run_b].manifest],
+                             allow=allow_mixed)
+            others = {(f.block, f.parameters): f
+                      for f in self.select(metric=metric, run=run_b, label=label_b, **filters)}
+            out = [(f, others[(f.block, f.parameters)])
+                   for f in self.select(metric=metric, run=run_a, label=label_a, **filters)
+                   if (f.block, f.parameters) in others]
+            if not out:
+                raise AnalysisError(f"no cells of {metric!r} in both {base!r} and {other!r}",
+                                    fix="the two runs need a block with the same parameters")
+            return out
         found = self.select(metric=metric, label=[base, other], **filters)
         by_key: dict[tuple[str, str, str], dict[str, Found]] = {}
         for f in found:
