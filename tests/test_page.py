@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -175,3 +176,14 @@ def test_changes_and_claims_across_two_pinned_runs(results: Path, tmp_path: Path
     with pytest.raises(ComparabilityError, match=r"machine\.cpu 'Synthetic CPU"):
         mixed.change("d:v1.0", "m:v1.0")
     assert mixed.change("d:v1.0", "m:v1.0", allow_mixed=True) == "±0.0 % (0 of 3 clear)"
+
+
+def test_a_damaged_cache_is_read_again_from_the_archive(results: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = RunStore(results, cache).get(DEMO)
+    (saved,) = (cache / "cells").glob(f"{DEMO}.*.json")
+    for damage in ('{"cells": [', '{"cells": [{"nope": 1}], "floors": []}', "[]"):
+        saved.write_text(damage)  # a build killed mid-write by an older version, a stray edit
+        again = RunStore(results, cache).get(DEMO)
+        assert again.cells == first.cells and again.floors == first.floors
+        assert json.loads(saved.read_text())["cells"]  # rewritten whole

@@ -19,6 +19,7 @@ from perfpages.archive import RUN_FILE, Run, archived_files, find_runs, open_run
 from perfpages.errors import PerfpagesError
 from perfpages.manifest import Manifest
 from perfpages.store import code_hash
+from perfpages.writer import write_text_atomic
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
 _SOURCES = ("runpage.py", "report.py", "cite.py", "analysis.py", "metric.py", "frame.py",
@@ -177,7 +178,7 @@ class RunPages:
                 text = render(open_run(run_dir), self.site_url)
                 if cache is not None:
                     cache.parent.mkdir(parents=True, exist_ok=True)
-                    cache.write_text(text, encoding="utf-8")
+                    write_text_atomic(cache, text)  # never half a page for the next build
         except PerfpagesError as exc:
             text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
                     f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"

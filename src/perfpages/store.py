@@ -19,6 +19,7 @@ from typing import Any
 from perfpages.archive import RUN_FILE, Run, archived_files, open_run, read_manifest
 from perfpages.errors import ArchiveError, PerfpagesError
 from perfpages.manifest import Manifest
+from perfpages.writer import write_text_atomic
 
 # The modules whose code decides a cached value: a change to any of them invalidates the cache.
 CELL_SOURCES = ("store.py", "frame.py", "histogram.py", "window.py", "archive.py")
@@ -87,6 +88,18 @@ def _stamp(run_dir: Path) -> object:
                         for p in run_dir.rglob("*") if p.is_file()))
 
 
+def _read_cache(path: Path) -> tuple[list[Record], list[Record]] | None:
+    """A cache file's cells and floors, or None when it cannot be read (the archive is then
+    read again and the cache rewritten: a cache is never a reason for a build to fail)."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        cells, floors = ([Record(**{**c, "values": tuple(c["values"])}) for c in saved[k]]
+                         for k in ("cells", "floors"))
+        return cells, floors
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
 class RunStore:
     """Opens runs under one results/ directory; `pin` is what a page's front matter calls."""
 
@@ -112,18 +125,18 @@ class RunStore:
             return cached[1]
         manifest = read_manifest(run_dir)
         cache = self._cache_file(run_dir) if manifest.status == "complete" else None
+        saved = None
         if cache is not None and cache.is_file() and archived_files(run_dir) == manifest.files:
-            saved = json.loads(cache.read_text(encoding="utf-8"))
-            cells, floors = ([Record(**{**c, "values": tuple(c["values"])}) for c in saved[k]]
-                             for k in ("cells", "floors"))
+            saved = _read_cache(cache)
+        if saved is not None:
+            cells, floors = saved
         else:  # not cached, or its files changed: open_run validates and names any problem
             run = open_run(run_dir)
             manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
             if cache is not None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                cache.write_text(json.dumps({"cells": [c.__dict__ for c in cells],
-                                             "floors": [c.__dict__ for c in floors]}),
-                                 encoding="utf-8")
+                write_text_atomic(cache, json.dumps({"cells": [c.__dict__ for c in cells],
+                                                     "floors": [c.__dict__ for c in floors]}))
         loaded = Loaded(run_dir, manifest, cells, floors)
         self._loaded[run_id] = (stamp, loaded)
         return loaded

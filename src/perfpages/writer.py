@@ -30,20 +30,23 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON next to its destination, fsync, then rename: readers never see half a file."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write next to the destination, fsync, then rename: readers never see half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             os.fchmod(fh.fileno(), 0o644)  # mkstemp makes 0600; archives are meant to be shared
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def new_run_id(results_dir: Path, suite: str, slug: str = "", day: str | None = None) -> str:
