@@ -6,6 +6,7 @@ import io
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from perfpages import console
 from perfpages.archive import open_run
 from perfpages.cite import cite
 from perfpages.report import build, to_markdown
+from perfpages.synthetic import Spec, generate
+from perfpages.writer import ArchiveWriter
 
 RESULTS = Path(__file__).parent / "fixtures" / "results"
 GOLDEN = Path(__file__).parent / "golden"
@@ -102,3 +105,24 @@ def test_compare_across_runs_checks_comparability(tmp_path: Path, monkeypatch: p
     assert code == 0
     assert data["labels"] == [f"{RUN}:v1.1", "2026-11-02-synthetic-bigbox:v1.1"]
     assert data["changes"]["rows"] and any("machine.cores" in n for n in data["notes"])
+
+
+@pytest.mark.parametrize(("speed", "flagged"), [(1.0, False), (1.3, True)])
+def test_an_aa_pair_reports_the_noise_floor(tmp_path: Path, speed: float, flagged: bool) -> None:
+    """Two labels with the same build are an A/A pair: the report gives what they measured as
+    the noise floor, and flags it when identical builds differ clearly."""
+    steady = generate(tmp_path, Spec(run_id="2026-11-08-synthetic-aa",
+                                     labels={"a": 1.0, "b": speed}, rounds=5, floors=False))
+    labels = steady.manifest.labels
+    same = {"a": labels["a"], "b": replace(labels["b"], pin=labels["a"].pin, description="A/A")}
+    with ArchiveWriter.create(tmp_path / "aa", replace(steady.manifest, labels=same,
+                                                       files={})) as writer:
+        for window in steady.windows:
+            writer.append(window)
+        writer.finish("complete")
+    notes = build(open_run(tmp_path / "aa" / steady.manifest.id))["notes"]
+    floor = [n for n in notes if n.startswith("A/A (same build)")]
+    assert floor and all("b vs a" in n and "the noise floor" in n for n in floor)
+    assert any("identical builds differ clearly" in n for n in floor) == flagged
+    # The demo's labels are distinct builds: no A/A lines there.
+    assert not any("A/A" in n for n in build(open_run(RESULTS / RUN))["notes"])

@@ -117,6 +117,33 @@ def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
     return out
 
 
+def same_builds(run: Run) -> list[tuple[str, str]]:
+    """Label pairs that ran the same build (pin, environment, settings): A/A pairs."""
+    def build(label: str) -> str:
+        spec = run.manifest.labels[label].to_json()
+        spec.pop("description", None)
+        return json.dumps(spec, sort_keys=True)
+
+    names = list(run.manifest.labels)
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if build(a) == build(b)]
+
+
+def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[str]:
+    """What each A/A pair measured: the differences this machine and method show between two
+    identical builds, against which every other change is read."""
+    lines = []
+    groups: dict[tuple[str, str, str], list[Change]] = {}
+    for block, _, pair, c in changes(run, frame, same_builds(run), min_rounds):
+        groups.setdefault((block, pair, c.metric), []).append(c)
+    for (block, pair, metric), group in groups.items():
+        clear = sum(c.clear for c in group)
+        flag = (f" {WARN} identical builds differ clearly: the machine or the method is not "
+                f"stable" if clear else "")
+        lines.append(f"A/A (same build) {block}: {pair}, {metric}: {format_range(group)} "
+                     f"({clear} of {len(group)} clear) — the noise floor{flag}")
+    return lines
+
+
 def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Floors before and after each block, and whether the machine drifted in between."""
     floors = frame[frame["kind"] == "floor"]
@@ -206,7 +233,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "drift": drift(run, frame),
         "saturation": saturation.knees(frame),
         "diagnostics": diagnostics.summary_lines(run.path),
-        "notes": list(run.notes) + [f"mixed runs allowed: {d}" for d in differences],
+        "notes": list(run.notes) + (noise_floor(run, frame, min_rounds) if not cross else [])
+        + [f"mixed runs allowed: {d}" for d in differences],
     }
 
 
