@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from perfpages.archive import RUN_FILE, Run, sha256_file
 from perfpages.errors import ArchiveError
 from perfpages.report import _md_table, build
@@ -12,13 +14,14 @@ def run_url(site_url: str, run_id: str) -> str:
     return f"{site_url.rstrip('/')}/runs/{run_id}/"
 
 
-def cite(run: Run, site_url: str) -> str:
+def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
+    """The block; `data` is the run's report.build() when the caller already has it."""
     m = run.manifest
     if m.status != "complete":
         raise ArchiveError(f"run is {m.status}, not complete", where=run.path,
                            fix="only complete runs can be cited: resume it with "
                                f"`invoke bench.run --resume {m.id}`")
-    data = build(run)
+    data = data or build(run)
     machine = m.machine
     pins = [f"- `{name}`: {label.pin.describe()}" for name, label in m.labels.items()]
     commit = m.harness.get("commit") or "unknown"

@@ -131,9 +131,12 @@ def same_builds(run: Run) -> list[tuple[str, str]]:
 def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[str]:
     """What each A/A pair measured: the differences this machine and method show between two
     identical builds, against which every other change is read."""
+    pairs = same_builds(run)
+    if not pairs:
+        return []  # the usual case: no second pass over the cells
     lines = []
     groups: dict[tuple[str, str, str], list[Change]] = {}
-    for block, _, pair, c in changes(run, frame, same_builds(run), min_rounds):
+    for block, _, pair, c in changes(run, frame, pairs, min_rounds):
         groups.setdefault((block, pair, c.metric), []).append(c)
     for (block, pair, metric), group in groups.items():
         clear = sum(c.clear for c in group)

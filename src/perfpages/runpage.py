@@ -98,7 +98,7 @@ def render(run: Run, site_url: str) -> str:
     out += _files(run)
     if m.status == "complete":
         out += ["## Cite", "", "Paste into a pull request (`invoke bench.cite` prints the same):",
-                "", escape.fence(cite(run, site_url), "markdown"), ""]
+                "", escape.fence(cite(run, site_url, data), "markdown"), ""]
     out += ["## Replay", "", "The command that made this run, and the check of its archive:", "",
             escape.fence(f"{m.command}\ninvoke bench.verify --run {m.id}", "bash"), ""]
     if run.notes:
