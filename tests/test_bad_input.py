@@ -49,13 +49,18 @@ def truncate_line(run_dir: Path) -> None:
     reseal(run_dir)
 
 
-def wrong_type(run_dir: Path) -> None:
+def edit_window(run_dir: Path, index: int, key: str, value: object) -> None:
+    """Set one key of one window, then reseal: only the schema or the reader can object."""
     rows = lines(run_dir)
-    data = json.loads(rows[6])
-    data["round"] = "one"
-    rows[6] = json.dumps(data) + "\n"
+    data = json.loads(rows[index])
+    data[key] = value
+    rows[index] = json.dumps(data) + "\n"
     write_lines(run_dir, rows)
     reseal(run_dir)
+
+
+def wrong_type(run_dir: Path) -> None:
+    edit_window(run_dir, 6, "round", "one")
 
 
 def duplicate_window(run_dir: Path) -> None:
@@ -65,12 +70,7 @@ def duplicate_window(run_dir: Path) -> None:
 
 
 def undeclared_label(run_dir: Path) -> None:
-    rows = lines(run_dir)
-    data = json.loads(rows[2])
-    data["label"] = "v9"
-    rows[2] = json.dumps(data) + "\n"
-    write_lines(run_dir, rows)
-    reseal(run_dir)
+    edit_window(run_dir, 2, "label", "v9")
 
 
 def empty_run(run_dir: Path) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
 from perfpages.errors import PerfpagesError
-from perfpages.flamegraph import parse, record, shares, svg
+from perfpages.flamegraph import Recorder, parse, shares, svg
 
 BUSY = """
 import json, time
@@ -23,6 +24,12 @@ end = time.time() + 30
 while time.time() < end:
     encode(); spin()
 """
+
+
+def record(pid: int, seconds: float) -> str:
+    recorder = Recorder(pid)
+    time.sleep(seconds)
+    return recorder.stop()
 
 
 def test_shares_go_to_the_innermost_matching_frame() -> None:

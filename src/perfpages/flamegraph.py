@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from html import escape
 from pathlib import Path
@@ -54,13 +53,6 @@ class Recorder:
             return self._out.read_text()
         finally:
             self._tmp.cleanup()
-
-
-def record(pid: int, duration_s: float, rate: int = 100) -> str:
-    """Sample a process and its children for a while; return collapsed stacks."""
-    recorder = Recorder(pid, rate)
-    time.sleep(duration_s)
-    return recorder.stop()
 
 
 def parse(collapsed: str) -> Counter[Stack]:

@@ -135,16 +135,24 @@ def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[str]:
     if not pairs:
         return []  # the usual case: no second pass over the cells
     lines = []
-    groups: dict[tuple[str, str, str], list[Change]] = {}
-    for block, _, pair, c in changes(run, frame, pairs, min_rounds):
-        groups.setdefault((block, pair, c.metric), []).append(c)
-    for (block, pair, metric), group in groups.items():
-        clear = sum(c.clear for c in group)
+    for line, clear in summary_lines(changes(run, frame, pairs, min_rounds)):
         flag = (f" {WARN} identical builds differ clearly: the machine or the method is not "
                 f"stable" if clear else "")
-        lines.append(f"A/A (same build) {block}: {pair}, {metric}: {format_range(group)} "
-                     f"({clear} of {len(group)} clear) — the noise floor{flag}")
+        lines.append(f"A/A (same build) {line} — the noise floor{flag}")
     return lines
+
+
+def summary_lines(found: list[tuple[str, str, str, Change]]) -> list[tuple[str, int]]:
+    """Per block, label pair and metric: the range of the changes with how many are clear."""
+    groups: dict[tuple[str, str, str], list[Change]] = {}
+    for block, _, pair, c in found:
+        groups.setdefault((block, pair, c.metric), []).append(c)
+    out = []
+    for (block, pair, metric), group in groups.items():
+        clear = sum(c.clear for c in group)
+        out.append((f"{block}: {pair}, {metric}: {format_range(group)} "
+                    f"({clear} of {len(group)} clear)", clear))
+    return out
 
 
 def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -214,14 +222,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     change_rows = [[block, pkey, metric_header(c.metric), pair, cell_text(c.base),
                     cell_text(c.other), format_percent(c.percent), c.verdict]
                    for block, pkey, pair, c in found]
-    summary = []
-    groups: dict[tuple[str, str, str], list[Change]] = {}
-    for block, _, pair, c in found:
-        groups.setdefault((block, pair, c.metric), []).append(c)
-    for (block, pair, metric), group in groups.items():
-        clear = sum(c.clear for c in group)
-        summary.append(f"{block}: {pair}, {metric}: {format_range(group)} "
-                       f"({clear} of {len(group)} clear)")
+    summary = [line for line, _ in summary_lines(found)]
     rounds = m.method.rounds
     return {
         "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
