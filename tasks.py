@@ -26,7 +26,7 @@ def _results(results: str | None) -> Path:
 def _command(action: Callable[[ModuleType, Any], int]) -> None:
     """Run a console command; exit with its code. Imported here, not at the top, so that
     `inv --list` does not load pandas."""
-    from perfpages import console
+    from perfpages.cli import console
 
     code = console.run_command(lambda out: action(console, out))
     if code:
@@ -52,7 +52,7 @@ def run(c: Context, suite: str | None = None, labels: str | None = None,
         resume: str | None = None, dsn: str | None = None, seed: int | None = None,
         results: str | None = None) -> None:
     """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
-    from perfpages.runner import Options
+    from perfpages.run.runner import Options
 
     opts = Options(suite=suite, benchmarks=BENCHMARKS, results=_results(results),
                    labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,

@@ -3,7 +3,7 @@
 One embedded server with the `sky` quick catalogue (100,000 sources). Each round runs the same
 70/30 lookup/cone mix for WINDOW seconds at CLIENTS clients, three ways, in an order that rotates
 every round:
-- harness: `perfpages.pgbench.run`, exactly what `bench run` does for a window (per-transaction
+- harness: `perfpages.run.pgbench.run`, exactly what `bench run` does for a window (per-transaction
   logs, histograms, the cross-check with the summary);
 - by hand: the bare `pgbench -n -T … -c … -j … -M prepared -f lookup.sql@70 -f cone.sql@30`;
 - by hand + -l: the same with per-transaction logging, to separate the cost of the logs from the
@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from perfpages import pgbench  # noqa: E402
-from perfpages.postgres import EmbeddedServer, Target, embedded_binaries  # noqa: E402
-from perfpages.suite import BlockSpec, load  # noqa: E402
+from perfpages.run import pgbench  # noqa: E402
+from perfpages.run.postgres import EmbeddedServer, Target, embedded_binaries  # noqa: E402
+from perfpages.run.suite import BlockSpec, load  # noqa: E402
 
 
 def by_hand(server: EmbeddedServer, target: Target, block: BlockSpec, clients: int,

@@ -28,7 +28,7 @@ from rich.console import Console  # noqa: E402
 SUITE = '''
 from dataclasses import replace
 from pathlib import Path
-from perfpages.suite import load
+from perfpages.run.suite import load
 
 def suite(quick):
     sky = load("sky", Path({benchmarks!r}), True)
@@ -42,7 +42,7 @@ def suite(quick):
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="perfpages-bench-setup-") as tmp:
         os.environ["PERFPAGES_CACHE"] = str(Path(tmp) / "cache")
-        from perfpages.runner import Options, run
+        from perfpages.run.runner import Options, run
 
         bench = Path(tmp) / "benchmarks"
         bench.mkdir()

@@ -33,7 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from perfpages.loadgen import Load, Request, run
+from perfpages import Load, Request
+from perfpages.loadgen.generator import run
 
 WORK_S = 0.0002
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"

@@ -20,10 +20,19 @@ from string import Template
 
 import psycopg
 
+from perfpages import (
+    DataSet,
+    HttpBlockSpec,
+    HttpCase,
+    HttpTurn,
+    LabelSpec,
+    Load,
+    Request,
+    Service,
+    ServiceSpec,
+    Suite,
+)
 from perfpages.errors import PerfpagesError
-from perfpages.loadgen import Load, Request
-from perfpages.service import ServiceSpec
-from perfpages.suite import DataSet, HttpBlockSpec, HttpCase, HttpTurn, LabelSpec, Service, Suite
 
 HERE = Path(__file__).parent / "queryapigate"
 EXTRAS = "queryapigate[server,postgres,flow]"

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfpages.synthetic import Spec, generate
+from perfpages.testing import Spec, generate
 
 ROOT = Path(__file__).resolve().parent.parent
 

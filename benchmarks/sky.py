@@ -15,9 +15,8 @@ from pathlib import Path
 
 import psycopg
 
+from perfpages import BlockSpec, DataSet, LabelSpec, Script, Suite
 from perfpages.errors import PerfpagesError
-from perfpages.pgbench import Script
-from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
 
 HERE = Path(__file__).parent / "sky"
 SIZES = (100_000, 1_000_000, 10_000_000)

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import psycopg
 
-from perfpages.pgbench import Script
-from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
+from perfpages import BlockSpec, DataSet, LabelSpec, Script, Suite
 
 HERE = Path(__file__).parent / "tiny"
 

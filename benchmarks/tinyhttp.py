@@ -5,9 +5,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perfpages.loadgen import Load, Request
-from perfpages.service import ServiceSpec
-from perfpages.suite import DataSet, HttpBlockSpec, HttpCase, HttpTurn, LabelSpec, Service, Suite
+from perfpages import (
+    DataSet,
+    HttpBlockSpec,
+    HttpCase,
+    HttpTurn,
+    LabelSpec,
+    Load,
+    Request,
+    Service,
+    ServiceSpec,
+    Suite,
+)
 
 SERVER = Path(__file__).parent / "tinyhttp" / "server.py"
 

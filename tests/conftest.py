@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.archive import Run
-from perfpages.synthetic import generate
+from perfpages.archive.reader import Run
+from perfpages.testing import generate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -23,7 +23,7 @@ def demo_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def demo_run(demo_results: Path) -> Run:
-    from perfpages.archive import open_run
+    from perfpages.archive.reader import open_run
 
     return open_run(demo_results / "2026-11-01-synthetic-demo")
 

@@ -15,9 +15,9 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 from rich.console import Console
 
-from perfpages.archive import open_run
-from perfpages.synthetic import Spec, generate
-from perfpages.writer import ArchiveWriter
+from perfpages.archive.reader import open_run
+from perfpages.archive.writer import ArchiveWriter
+from perfpages.testing import Spec, generate
 
 DEMO = "2026-11-01-synthetic-demo"
 SWEEP = "2026-11-02-synthetic-sweep"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfpages import load
-from perfpages.analysis import (
+from perfpages.analysis.method import (
     Cell,
     Change,
     cell,
@@ -18,7 +18,7 @@ from perfpages.analysis import (
     format_percent,
     format_range,
 )
-from perfpages.archive import open_run
+from perfpages.archive.reader import open_run
 from perfpages.errors import AnalysisError, ComparabilityError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results" / "2026-11-01-synthetic-demo"

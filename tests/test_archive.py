@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from perfpages import load
-from perfpages.archive import RESULTS_FILE, open_run, resolve, verify
+from perfpages.archive.histogram import Latency
+from perfpages.archive.manifest import Label, Manifest, Method, Pin
+from perfpages.archive.reader import RESULTS_FILE, open_run, resolve, verify
+from perfpages.archive.window import Window
+from perfpages.archive.writer import ArchiveWriter, new_run_id
 from perfpages.errors import ArchiveError
-from perfpages.histogram import Latency
-from perfpages.manifest import Label, Manifest, Method, Pin
-from perfpages.synthetic import Spec, generate
-from perfpages.window import Window
-from perfpages.writer import ArchiveWriter, new_run_id
+from perfpages.testing import Spec, generate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results" / "2026-11-01-synthetic-demo"
 

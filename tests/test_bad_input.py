@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from perfpages import console
-from perfpages.archive import archived_files
+from perfpages.archive.reader import archived_files
+from perfpages.cli import console
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from perfpages import build
 from perfpages.errors import PerfpagesError
-from perfpages.suite import LabelSpec
+from perfpages.run import builds as build
+from perfpages.run.suite import LabelSpec
 
 PYPROJECT = """[build-system]
 requires = ["setuptools>=61"]

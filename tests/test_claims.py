@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.claim import Claim
 from perfpages.errors import PerfpagesError
-from perfpages.page import check_docs, site_paths
+from perfpages.site.claims import Claim
+from perfpages.site.page import check_docs, site_paths
 
 MKDOCS_YML = Path(os.environ.get("PERFPAGES_MKDOCS_YML",
                                  Path(__file__).resolve().parent.parent / "mkdocs.yml"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.schema import schema_path
+from perfpages.archive.schema import schema_path
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "guide"

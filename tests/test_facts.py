@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.archive import open_run
-from perfpages.claim import Conditions
+from perfpages.archive.reader import open_run
+from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError
-from perfpages.facts import Facts, lookup
-from perfpages.page import render
-from perfpages.pins import Pins
-from perfpages.store import RunStore
-from perfpages.writer import ArchiveWriter
+from perfpages.site.claims import Conditions
+from perfpages.site.facts import Facts, lookup
+from perfpages.site.page import render
+from perfpages.site.pins import Pins
+from perfpages.site.store import RunStore
 from sites import DEMO, SWEEP, make_results
 
 SIZED = "2026-11-07-synthetic-sized"
@@ -153,7 +153,7 @@ def test_a_page_uses_the_new_macros_and_conditions(results: Path) -> None:
 def test_chart_colours_follow_the_page_scheme_not_the_os() -> None:
     """Material puts the reader's scheme on <body>: the OS-dark fallback must not override a
     light page (pale dark-scheme colours on white), nor a claim stay unmarked."""
-    from perfpages.chart import STYLE
+    from perfpages.site.charts import STYLE
 
     fallback = STYLE[STYLE.index("@media (prefers-color-scheme: dark)"):]
     assert fallback.split("{")[1].strip() == "body:not([data-md-color-scheme])"

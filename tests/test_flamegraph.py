@@ -9,7 +9,7 @@ import time
 import pytest
 
 from perfpages.errors import PerfpagesError
-from perfpages.flamegraph import Recorder, parse, shares, svg
+from perfpages.run.profile import Recorder, parse, shares, svg
 
 BUSY = """
 import json, time

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from perfpages.histogram import PERCENTILES, Latency
+from perfpages.archive.histogram import PERCENTILES, Latency
 
 
 @pytest.mark.parametrize("seed", range(12))

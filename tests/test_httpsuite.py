@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from perfpages import report
-from perfpages.archive import FLOOR_LABEL, open_run, verify
-from perfpages.postgres import leftover_servers
-from perfpages.runner import Options, run
+from perfpages.analysis import report
+from perfpages.archive.reader import FLOOR_LABEL, open_run, verify
+from perfpages.run.postgres import leftover_servers
+from perfpages.run.runner import Options, run
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from perfpages.archive import open_run
+from perfpages import Load, Request
+from perfpages.archive.histogram import Latency
+from perfpages.archive.manifest import Label, Manifest, Method, Pin
+from perfpages.archive.reader import open_run
+from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import PerfpagesError
-from perfpages.histogram import Latency
-from perfpages.loadgen import SAMPLES_HEADER, Load, Request, run
-from perfpages.machine import harness
-from perfpages.manifest import Label, Manifest, Method, Pin
-from perfpages.synthetic import MACHINE
-from perfpages.writer import ArchiveWriter
+from perfpages.loadgen.generator import SAMPLES_HEADER, run
+from perfpages.run.machine import harness
+from perfpages.testing import MACHINE
 
 
 class Server:
@@ -320,7 +321,7 @@ def test_share_of_capacity_sets_the_offered_rate() -> None:
 
 
 def test_batched_recording_equals_recording_one_by_one() -> None:
-    from perfpages.loadworker import _record_all
+    from perfpages.loadgen.worker import _record_all
 
     values = [0, 1, 1, 250, 250, 251, 4_000_000_000, -3, 1_234_567]  # zero, negative, too big
     one_by_one, batched = Latency(), Latency()

@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perfpages import lint
-from perfpages.analysis import Change
-from perfpages.archive import open_run
-from perfpages.claim import Conditions, shown_percent
+from perfpages.analysis.method import Change
+from perfpages.archive.reader import open_run
+from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError, ComparabilityError
-from perfpages.facts import Facts
-from perfpages.macro import Macros
-from perfpages.page import protect, restore, site_paths, split
-from perfpages.pins import Pins
-from perfpages.store import RunStore
-from perfpages.writer import ArchiveWriter
+from perfpages.site import lint
+from perfpages.site.claims import Conditions, shown_percent
+from perfpages.site.facts import Facts
+from perfpages.site.macros import Macros
+from perfpages.site.page import protect, restore, site_paths, split
+from perfpages.site.pins import Pins
+from perfpages.site.store import RunStore
 from sites import DEMO, SWEEP, make_results
 
 

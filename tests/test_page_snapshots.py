@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from perfpages import version
-from perfpages.page import render_file, site_paths
-from perfpages.store import RunStore
+from perfpages.site import versions as version
+from perfpages.site.page import render_file, site_paths
+from perfpages.site.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS, RESULTS = site_paths(ROOT / "mkdocs.yml")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfpages.pgbench import Result, Script, parse_logs, parse_summary, reconcile
-from perfpages.postgres import redact
+from perfpages.run.pgbench import Result, Script, parse_logs, parse_summary, reconcile
+from perfpages.run.postgres import redact
 
 SUMMARY = """transaction type: multiple scripts
 number of transactions actually processed: 4

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from perfpages import console
-from perfpages.archive import open_run
-from perfpages.cite import cite
-from perfpages.report import build, to_markdown
-from perfpages.synthetic import Spec, generate
-from perfpages.writer import ArchiveWriter
+from perfpages.analysis.cite import cite
+from perfpages.analysis.report import build, to_markdown
+from perfpages.archive.reader import open_run
+from perfpages.archive.writer import ArchiveWriter
+from perfpages.cli import console
+from perfpages.testing import Spec, generate
 
 RESULTS = Path(__file__).parent / "fixtures" / "results"
 GOLDEN = Path(__file__).parent / "golden"
@@ -90,7 +90,7 @@ def test_compare_across_runs_checks_comparability(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     import shutil
 
-    import perfpages.synthetic as synthetic
+    import perfpages.testing as synthetic
 
     shutil.copytree(RESULTS / RUN, tmp_path / RUN)
     monkeypatch.setattr(synthetic, "MACHINE", {**synthetic.MACHINE, "cores": 20})

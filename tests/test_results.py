@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.archive import find_runs, read_manifest, verify
+from perfpages.archive.reader import find_runs, read_manifest, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = find_runs(ROOT / "results")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from perfpages import report
-from perfpages import suite as suite_module
-from perfpages.archive import FLOOR_LABEL, open_run, read_manifest
+from perfpages.analysis import report
+from perfpages.archive.reader import FLOOR_LABEL, open_run, read_manifest
+from perfpages.archive.window import Window
 from perfpages.errors import PerfpagesError
-from perfpages.postgres import free_port, leftover_servers
-from perfpages.runner import Options, run
-from perfpages.window import Window
+from perfpages.run import suite as suite_module
+from perfpages.run.postgres import free_port, leftover_servers
+from perfpages.run.runner import Options, run
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,8 +104,8 @@ def test_interrupted_run_is_partial_then_resumed(tmp_path: Path) -> None:
 
 BROKEN = '''
 from pathlib import Path
-from perfpages.pgbench import Script
-from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
+from perfpages.run.pgbench import Script
+from perfpages.run.suite import BlockSpec, DataSet, LabelSpec, Suite
 
 def load(conn, rows, seed):
     conn.execute("CREATE TABLE t (id int)")
@@ -180,8 +180,8 @@ def test_ctrl_c_from_the_terminal(tmp_path: Path) -> None:
 
 FAILING = '''
 from pathlib import Path
-from perfpages.pgbench import Script
-from perfpages.suite import BlockSpec, DataSet, LabelSpec, Suite
+from perfpages.run.pgbench import Script
+from perfpages.run.suite import BlockSpec, DataSet, LabelSpec, Suite
 
 HERE = Path(__file__).parent
 
@@ -241,7 +241,7 @@ def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
 
 
 def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> None:
-    from perfpages.postgres import EmbeddedServer, embedded_binaries
+    from perfpages.run.postgres import EmbeddedServer, embedded_binaries
 
     external = EmbeddedServer(embedded_binaries())  # stands in for a server the user runs
     try:
@@ -268,15 +268,15 @@ def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(("source", "line", "needle"), [
     ("def suite(quick):\n    return 1 +\n", 2, "syntax error"),
-    ("from perfpages.suite import Suite\n\ndef suite(quick):\n"
+    ("from perfpages import Suite\n\ndef suite(quick):\n"
      "    return Suite(name='x', title='t', labels=(), blocks=())\n", 4,
      "TypeError: Suite.__init__() missing 1 required positional argument: 'dataset'"),
-    ("import dataclasses, tiny\nfrom perfpages.suite import LabelSpec\n\ndef suite(quick):\n"
+    ("import dataclasses, tiny\nfrom perfpages import LabelSpec\n\ndef suite(quick):\n"
      "    labels = (LabelSpec('a'), LabelSpec('a'))\n"
      "    return dataclasses.replace(tiny.suite(quick), labels=labels)\n",
      6, "needs distinct label names"),
     ("def suite(quick):\n    return {}['missing']\n", 2, "KeyError: 'missing'"),
-    ("def suite(quick):\n    return 'not a suite'\n", None, "did not return a perfpages.suite"),
+    ("def suite(quick):\n    return 'not a suite'\n", None, "did not return a perfpages.Suite"),
 ])
 def test_a_broken_suite_module_is_one_line_with_its_line(tmp_path: Path, source: str,
                                                          line: int | None, needle: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfpages.saturation import knees, line
+from perfpages.analysis.saturation import knees, line
 
 
 def frame(points: dict[int, tuple[float, float]]) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.service import Service, ServiceError, ServiceSpec
+from perfpages.run.service import Service, ServiceError, ServiceSpec
 
 SERVER = """
 import http.server, sys
