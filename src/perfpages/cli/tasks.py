@@ -1,0 +1,151 @@
+"""The task tree of `perfpages` and of `invoke` in a repository that uses perfpages.
+
+`perfpages bench.run …` and `invoke bench.run …` (with the thin tasks.py `perfpages init`
+writes) run the same tasks: thin wrappers over `perfpages.cli.console`. Paths and the site URL
+come from `[tool.perfpages]` (perfpages.settings); the flags override them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from invoke import Collection, Context, Exit, task
+
+from perfpages import settings
+from perfpages.cli.names import accept_spaced_names
+
+RESULTS_HELP = "directory of archived runs (default: [tool.perfpages] results, else results/)"
+SUITES_HELP = "directory of suite modules (default: [tool.perfpages] suites, else benchmarks/)"
+
+
+def _settings(results: str | None = None, suites: str | None = None) -> settings.Settings:
+    return _guard(lambda: settings.load(results=results, suites=suites))
+
+
+def _guard(action: Callable[[], Any]) -> Any:
+    """Settings errors are user errors too: one line, exit 1."""
+    from perfpages.cli import console
+
+    box: list[Any] = []
+    code = console.run_command(lambda out: box.append(action()) or 0)
+    if code:
+        raise Exit(code=code)
+    return box[0]
+
+
+def _command(action: Callable[[ModuleType, Any], int]) -> None:
+    """Run a console command; exit with its code. Imported here, not at the top, so that
+    `--list` does not load pandas."""
+    from perfpages.cli import console
+
+    code = console.run_command(lambda out: action(console, out))
+    if code:
+        raise Exit(code=code)
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+def _program() -> str:
+    return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "invoke"
+
+
+@task(help={"suite": "suite name: SUITES/NAME.py",
+            "labels": "only these labels, comma-separated",
+            "blocks": "only these blocks, comma-separated",
+            "rounds": "rounds (default: the suite's)",
+            "quick": "the suite's quick sizes (the run's scope and title say so)",
+            "resume": "complete this partial run instead of starting a new one",
+            "dsn": "an external server, postgresql://USER[:PASSWORD]@HOST:PORT/DB "
+                   "(the password is never archived)",
+            "seed": "seed of the label order (default: random, always recorded)",
+            "results": RESULTS_HELP, "suites": SUITES_HELP})
+def run(c: Context, suite: str | None = None, labels: str | None = None,
+        blocks: str | None = None, rounds: int | None = None, quick: bool = False,
+        resume: str | None = None, dsn: str | None = None, seed: int | None = None,
+        results: str | None = None, suites: str | None = None) -> None:
+    """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
+    from perfpages.run.runner import Options
+
+    s = _settings(results, suites)
+    opts = Options(suite=suite, benchmarks=s.suites, results=s.results,
+                   labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
+                   resume=resume, dsn=dsn, seed=seed,
+                   command=" ".join([_program(), *sys.argv[1:]]))
+    _command(lambda cmd, out: cmd.run_suite(opts, out))
+
+
+@task(help={"results": RESULTS_HELP})
+def list_(c: Context, results: str | None = None) -> None:
+    """List every archived run: id, date, suite, scope, status, labels."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.list_runs(s.results, out))
+
+
+@task(help={"run": "run id or unique part of it (default: the newest run)",
+            "compare": "BASE,OTHER labels to compare (default: every label vs the first); "
+                       "RUN:LABEL picks a label of another run",
+            "allow_mixed": "compare runs from different machines or harness versions anyway",
+            "format": "term, md or json",
+            "min_rounds": "rounds each side needs before a change may be called clear",
+            "results": RESULTS_HELP})
+def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
+           min_rounds: str | None = None, results: str | None = None,
+           allow_mixed: bool = False) -> None:
+    """Print a run's tables (median and range per cell) and its changes with verdicts."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.print_report(s.results, run, compare, format,
+                                               min_rounds, out, allow_mixed))
+
+
+@task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
+def verify(c: Context, run: str | None = None, results: str | None = None) -> None:
+    """Check runs against the schema and their checksums; exit 1 on any problem."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.verify_runs(s.results, run, out))
+
+
+@task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP,
+                                "site_url": "the published site, for the link (default: "
+                                            "[tool.perfpages] site-url, else mkdocs.yml's)"})
+def cite(c: Context, run: str, results: str | None = None, site_url: str | None = None) -> None:
+    """Print a Markdown block citing a complete run, for a pull request."""
+    s = _guard(lambda: settings.load(results=results, site_url=site_url))
+    _command(lambda cmd, out: cmd.print_cite(s.results, run, s.site_url))
+
+
+@task
+def build(c: Context) -> None:
+    """Build the site strictly into site/ (fails on any warning)."""
+    s = _settings()
+    c.run(f"mkdocs build --strict --config-file {s.mkdocs}", pty=False)
+
+
+@task(help={"port": "port to serve on"})
+def serve(c: Context, port: int = 8000) -> None:
+    """Serve the site with live reload on http://127.0.0.1:PORT/."""
+    s = _settings()
+    c.run(f"mkdocs serve --livereload --dev-addr 127.0.0.1:{port} --config-file {s.mkdocs}",
+          pty=False)
+
+
+bench = Collection("bench")
+bench.add_task(run)
+bench.add_task(list_, name="list")
+bench.add_task(report)
+bench.add_task(verify)
+bench.add_task(cite)
+
+docs = Collection("docs")
+docs.add_task(build)
+docs.add_task(serve)
+
+ns = Collection(bench, docs)
+
+# `invoke bench report` (a space) works like `invoke bench.report`, as under `perfpages`.
+accept_spaced_names()
