@@ -1,4 +1,4 @@
-"""invoke tasks: perfpages' own task tree (the `perfpages` command runs the same; `inv --list`)."""
+"""invoke tasks: perfpages' task tree (`invoke --list`; the `perfpages` command runs the same)."""
 
 from perfpages.cli.tasks import ns
 

@@ -87,7 +87,7 @@ def test_stages_depend_one_way() -> None:
 def test_every_module_sits_in_a_stage_and_stays_small() -> None:
     top = {name for name in _modules() if name.count(".") == 1}
     assert top == {"perfpages.errors", "perfpages.testing", "perfpages.sizing",
-                   "perfpages.settings", *(f"perfpages.{s}" for s in ALLOWED)}
+                   "perfpages.__main__", "perfpages.settings", *(f"perfpages.{s}" for s in ALLOWED)}
     long = {name: n for name, path in _modules().items()
             if (n := len(path.read_text().splitlines())) > 420}
     assert not long, long

@@ -52,7 +52,11 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def _program() -> str:
-    return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "invoke"
+    """How the command was called, for the run's record: `perfpages` or `invoke`."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if name in ("__main__.py", ""):  # python -m invoke / python -m perfpages
+        name = Path(sys.argv[0]).parent.name or "invoke"
+    return name
 
 
 @task(help={"suite": "suite name: SUITES/NAME.py",
@@ -134,6 +138,22 @@ def serve(c: Context, port: int = 8000) -> None:
           pty=False)
 
 
+@task(help={"suites": "directory for the suite modules (default: benchmarks)"})
+def init(c: Context, suites: str = "benchmarks") -> None:
+    """Start perfpages in this git repository: site, example suite and page, CI workflow."""
+    from perfpages.cli import init as scaffold
+
+    def write(cmd: ModuleType, out: Any) -> int:
+        written = scaffold.init(Path.cwd(), suites)
+        for path in written:
+            out.print(f"wrote {path}", highlight=False)
+        out.print("next: perfpages bench.run --suite example --quick, then pin the run in "
+                  "docs/performance/example/v1.md (docs/guide/adopt.md)", highlight=False)
+        return 0
+
+    _command(write)
+
+
 bench = Collection("bench")
 bench.add_task(run)
 bench.add_task(list_, name="list")
@@ -146,6 +166,7 @@ docs.add_task(build)
 docs.add_task(serve)
 
 ns = Collection(bench, docs)
+ns.add_task(init)
 
 # `invoke bench report` (a space) works like `invoke bench.report`, as under `perfpages`.
 accept_spaced_names()

@@ -4,8 +4,9 @@ mkdocs.yml:
 
     plugins:
       - search
-      - perfpages:
-          results: results   # the archive directory, relative to mkdocs.yml
+      - perfpages            # archived runs: [tool.perfpages] results in pyproject.toml
+      # - perfpages:
+      #     results: results  # or here, relative to mkdocs.yml (overrides pyproject.toml)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
+from perfpages import settings
 from perfpages.errors import PerfpagesError
 from perfpages.site import charts as chart
 from perfpages.site import page
@@ -35,7 +37,7 @@ CSS = "assets/perfpages.css"
 
 
 class PerfpagesConfig(base.Config):
-    results = c.Type(str, default="results")
+    results = c.Optional(c.Type(str))  # default: [tool.perfpages] results
     run_pages = c.Type(bool, default=True)
     cache = c.Type(bool, default=True)
 
@@ -54,7 +56,13 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         if config.config_file_path:
             self.root = Path(config.config_file_path).resolve().parent
-        self.results_dir = (self.root / self.config.results).resolve()
+        if self.config.results is not None:
+            self.results_dir = (self.root / self.config.results).resolve()
+        else:
+            try:
+                self.results_dir = settings.load(self.root).results
+            except PerfpagesError as exc:
+                raise PluginError(str(exc)) from None
         if not self.results_dir.is_dir():
             # Not fatal (a new project has no runs yet), but a mistyped path would otherwise
             # give an empty runs index without a word; strict builds stop here.
