@@ -103,7 +103,7 @@ class Load:
         object.__setattr__(self, "requests", tuple(self.requests))
         if not self.requests or not all(isinstance(r, Request) for r in self.requests):
             raise _bad("load.requests", "no request templates given",
-                       "pass a list of perfpages.loadgen.generator.Request")
+                       "pass a list of perfpages.Request")
         for key in ("duration_s", "window_s", "timeout_s"):
             value = getattr(self, key)
             if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):

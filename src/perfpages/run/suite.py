@@ -224,8 +224,10 @@ class Suite:
 
 
 def available(directory: Path) -> list[str]:
+    """Suite modules: those defining `suite(quick)` (benchmark scripts beside them are not)."""
     return sorted(p.stem for p in directory.glob("*.py")
-                  if NAME.match(p.stem) and not p.stem.startswith("bench_"))
+                  if NAME.match(p.stem) and not p.stem.startswith("bench_")
+                  and "\ndef suite(" in p.read_text(errors="replace"))
 
 
 def _line_in(path: Path, exc: BaseException) -> int | None:
