@@ -191,15 +191,30 @@ class HttpBlocks:
         self.session.append(writer, Window(block.name, label, rnd, dict(case.params), start, 0.0,
                                            status="failed", error=error[:300], errors=1))
 
+    @staticmethod
+    def _load(case: HttpCase, turn: HttpTurn) -> Load:
+        """The case's Load from the suite's factory: its errors fail the case, in one line."""
+        try:
+            load = case.load(turn)
+        except PerfpagesError:
+            raise
+        except Exception as exc:
+            raise PerfpagesError(f"the case's load factory failed: {type(exc).__name__}: {exc}",
+                                 key=f"case {params_key(case.params)}",
+                                 fix="fix the suite module") from None
+        if not isinstance(load, Load):
+            raise PerfpagesError(f"the case's load factory returned {type(load).__name__}, "
+                                 "not a perfpages.Load", key=f"case {params_key(case.params)}",
+                                 fix="return perfpages.Load(...) from the factory")
+        return replace(load, samples=True) if case.samples else load
+
     def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
                   case: HttpCase, turn: HttpTurn, service: Service, record: bool,
                   profile: bool) -> loadgen.LoadResult | None:
         name = b.label.name
         start = utc_now()
         try:
-            load = case.load(turn)
-            if case.samples:
-                load = replace(load, samples=True)
+            load = self._load(case, turn)
             profiler = _Profiler(service) if profile else None
             try:
                 result = loadgen.run(load)

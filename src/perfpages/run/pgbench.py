@@ -22,6 +22,7 @@ from typing import Any
 
 from perfpages.archive.histogram import Latency
 from perfpages.archive.window import Window
+from perfpages.errors import PerfpagesError
 from perfpages.run.postgres import Target
 
 
@@ -37,6 +38,15 @@ class Script:
     @property
     def title(self) -> str:
         return self.name or (self.path.stem if self.path else self.builtin)
+
+    def __post_init__(self) -> None:
+        if bool(self.path) == bool(self.builtin):
+            raise PerfpagesError("a Script needs a path or a builtin (one of them)",
+                                 key="Script", fix="Script(Path('x.sql')) or "
+                                                   "Script(builtin='select-only')")
+        if self.weight < 1:
+            raise PerfpagesError(f"Script weight must be at least 1, got {self.weight}",
+                                 key="Script.weight", fix="give a whole number >= 1")
 
     def args(self) -> list[str]:
         if self.builtin:

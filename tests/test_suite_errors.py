@@ -1,0 +1,38 @@
+"""A suite's own mistakes are one line naming what to fix, never a traceback or a silent run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfpages import HttpCase, HttpTurn, Load, PerfpagesError, Request, Script
+from perfpages.run.httpblock import HttpBlocks
+
+TURN = HttpTurn("http://127.0.0.1:1", window_s=1.0, warmup_s=0.0, seed=1)
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({}, "needs a path or a builtin"),
+    ({"path": Path("x.sql"), "builtin": "select-only"}, "needs a path or a builtin"),
+    ({"builtin": "select-only", "weight": 0}, "weight must be at least 1"),
+])
+def test_a_script_names_what_is_missing(kwargs: dict, says: str) -> None:
+    with pytest.raises(PerfpagesError, match=says):
+        Script(**kwargs)
+
+
+def test_a_load_factory_that_raises_fails_its_case_in_one_line() -> None:
+    case = HttpCase({"call": "x"}, lambda turn: turn.no_such_field)
+    with pytest.raises(PerfpagesError) as err:
+        HttpBlocks._load(case, TURN)
+    assert "load factory failed: AttributeError" in str(err.value)
+    assert "case call=x" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_load_factory_must_return_a_load() -> None:
+    with pytest.raises(PerfpagesError, match=r"returned str, not a perfpages\.Load"):
+        HttpBlocks._load(HttpCase({"call": "x"}, lambda turn: "GET /"), TURN)
+    kept = HttpBlocks._load(HttpCase({"call": "x"}, lambda turn: Load(
+        [Request(turn.base_url + "/")], duration_s=1.0), samples=True), TURN)
+    assert kept.samples
