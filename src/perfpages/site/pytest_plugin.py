@@ -79,6 +79,9 @@ class Site:
         return self._versioned
 
 
+SITE = pytest.StashKey[Site | None]()  # set at configure: None where there is no site
+
+
 def snapshot_name(rel: str) -> str | None:
     """The snapshot of a page by its path under docs/: `performance/sky/v1.md` (or
     `performance/sky/v1/index.md`) is `sky-v1.md`, `perf/v4.md` is `perf-v4.md`; None for a page
@@ -224,7 +227,8 @@ class PageFile(pytest.File):
             yield PageError.from_parent(self, name="page", error=str(exc))
             return
         except (OSError, UnicodeDecodeError) as exc:
-            yield PageError.from_parent(self, name="page", error=f"{page}: cannot read it: {exc}")
+            yield PageError.from_parent(self, name="page", error=f"{page}: cannot read it "
+                                        f"({exc}) — save it as UTF-8 text, readable by you")
             return
         seen: dict[int, int] = {}
         for claim in rendered.claims:
@@ -312,9 +316,6 @@ def find_site(rootpath: Path) -> Site | None:
     return Site(rootpath=rootpath, base=base, docs=base / docs,
                 results=base / results if results else settings.results,
                 snapshots=anchored(settings.snapshots))
-
-
-SITE = pytest.StashKey[Site | None]()
 
 
 def _site(config: pytest.Config) -> Site | None:
