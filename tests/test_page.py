@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 
 from perfpages.analysis.method import Change
 from perfpages.archive.reader import open_run
@@ -20,7 +16,7 @@ from perfpages.site import lint
 from perfpages.site.claims import Conditions, shown_percent
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
-from perfpages.site.page import protect, restore, site_paths, split
+from perfpages.site.page import protect, restore, split
 from perfpages.site.pins import Pins
 from perfpages.site.store import RunStore
 from sites import DEMO, SWEEP, make_results
@@ -88,36 +84,6 @@ def test_overlap_and_direction(results: Path) -> None:
     assert not c.slower("v1.0", "v1.1 + cache", block="callers").holds
     assert not c.overlap("v1.0", "v1.1 + cache", block="callers").holds
     assert c.faster("v1.0", "v1.1 + cache", "p50", block="one-caller").holds  # lower is better
-
-
-def test_site_paths_reads_the_plugin_option(tmp_path: Path) -> None:
-    yml = tmp_path / "mkdocs.yml"
-    yml.write_text("site_name: x\nplugins:\n  - search\n  - perfpages:\n      results: runs\n"
-                   "extra:\n  x: !ENV HOME\n")
-    assert site_paths(yml) == (tmp_path / "docs", tmp_path / "runs")
-
-
-def test_pytest_collects_each_claim_with_the_build_message(tmp_path: Path,
-                                                          results: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "perf.md").write_text(
-        f"---\nruns: {{d: {DEMO}}}\n---\n# Perf\n\n"
-        "{{ claim('the cache is faster', faster('v1.0', 'v1.1 + cache', block='callers')) }}\n\n"
-        "{{ claim('v1.0 is faster', faster('v1.1', 'v1.0', block='callers')) }}\n")
-    (docs / "guide.md").write_text("# Guide\n\n`{{ claim('x', y) }}`\n")
-    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(
-        {"site_name": "x", "plugins": [{"perfpages": {"results": str(results)}}]}))
-    env = {**os.environ, "PERFPAGES_MKDOCS_YML": str(tmp_path / "mkdocs.yml")}
-    test_file = Path(__file__).parent / "test_claims.py"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-p",
-                           "no:cacheprovider", "-v", str(test_file)], env=env,
-                          capture_output=True, text=True, cwd=tmp_path, check=False)
-    assert "1 failed, 1 passed" in done.stdout, done.stdout
-    assert "test_claim[docs/perf.md:6] PASSED" in done.stdout
-    assert "test_claim[docs/perf.md:8] FAILED" in done.stdout
-    assert ("\ndocs/perf.md:8: claim \"v1.0 is faster\" — expected a clear gain of v1.0 over v1.1 "
-            "in every cell (throughput), data callers, call=lookup") in done.stdout
 
 
 def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None:

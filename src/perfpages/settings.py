@@ -99,17 +99,17 @@ def load(start: Path | None = None, *, suites: str | None = None, results: str |
                     source=source)
 
 
-class _IgnoreTags(yaml.SafeLoader):
+class TolerantLoader(yaml.SafeLoader):
     """mkdocs.yml may use !ENV and !!python tags; reading site_url needs none of them."""
 
 
-_IgnoreTags.add_multi_constructor("", lambda loader, suffix, node: None)
+TolerantLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
 def mkdocs_site_url(mkdocs_yml: Path) -> str:
     """The published site's address from mkdocs.yml's site_url ('' when there is none)."""
     try:
-        config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
+        config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=TolerantLoader) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return ""
     url = config.get("site_url") if isinstance(config, dict) else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import sys
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,36 +203,3 @@ def render_file(file: Path, *, path: str, store: RunStore) -> Rendered:
     source = file.read_text(encoding="utf-8-sig")
     meta, body, offset = split(source, path)
     return render(body, meta, path=path, offset=offset, store=store, source=source)
-
-
-def check_docs(docs_dir: Path, results_dir: Path, root: Path) -> Iterator[
-        tuple[str, Claim | PerfpagesError]]:
-    """Every claim of every page under docs/ (or the error that stops a page), for pytest."""
-    store = RunStore(results_dir)
-    for file in sorted(docs_dir.rglob("*.md")):
-        path = file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file)
-        try:
-            rendered = render_file(file, path=path, store=store)
-        except PerfpagesError as exc:
-            yield path, exc
-            continue
-        for claim in rendered.claims:
-            yield f"{claim.path}:{claim.line}", claim
-
-
-class _AnyTags(yaml.SafeLoader):
-    """mkdocs.yml may use !ENV or !!python tags; finding two paths needs none of them."""
-
-
-_AnyTags.add_multi_constructor("", lambda loader, suffix, node: None)
-
-
-def site_paths(mkdocs_yml: Path) -> tuple[Path, Path]:
-    """docs_dir and the perfpages plugin's results directory named by an mkdocs.yml."""
-    config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_AnyTags) or {}
-    root = mkdocs_yml.resolve().parent
-    results = "results"
-    for plugin in config.get("plugins") or []:
-        if isinstance(plugin, dict) and isinstance(plugin.get("perfpages"), dict):
-            results = plugin["perfpages"].get("results", results)
-    return root / config.get("docs_dir", "docs"), root / results

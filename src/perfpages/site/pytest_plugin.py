@@ -281,7 +281,7 @@ def find_site(rootpath: Path) -> Site | None:
     import yaml
 
     from perfpages.errors import PerfpagesError
-    from perfpages.settings import _IgnoreTags, load
+    from perfpages.settings import TolerantLoader, load
 
     try:
         settings = load(start=rootpath)
@@ -292,7 +292,7 @@ def find_site(rootpath: Path) -> Site | None:
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        config = yaml.load(text, Loader=_IgnoreTags) or {}
+        config = yaml.load(text, Loader=TolerantLoader) or {}
     except yaml.YAMLError as exc:
         if "perfpages" not in text:
             return None
