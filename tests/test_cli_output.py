@@ -118,3 +118,13 @@ def test_demo_changes_at_80_columns_keep_their_rows() -> None:
     table = text.split("\nChanges")[1].split("\n- ")[0]
     assert table.count("│ v1.1 vs v1.0 ") == len(data["changes"]["rows"])
 
+
+
+def test_cite_through_the_command_line_links_only_with_a_site_url() -> None:
+    linked = cli("bench.cite", "sky-quick")  # mkdocs.yml has a site_url
+    assert linked.returncode == 0, linked.stderr
+    assert "/runs/2026-11-30-sky-quick/)" in linked.stdout.splitlines()[0]
+    assert "- quick run: the suite's reduced sizes, not its full measurement" in linked.stdout
+    bare = cli("bench.cite", "sky-quick", "--site-url", "")
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.splitlines()[0].endswith("— perfpages run `2026-11-30-sky-quick`")

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
@@ -17,8 +16,6 @@ from perfpages.analysis import report, saturation
 from perfpages.analysis.cite import cite
 from perfpages.archive.reader import Run, find_runs, open_run, read_manifest, resolve, verify
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
-
-DEFAULT_SITE_URL = "https://perfpages.example.org/"
 
 
 def run_command(action: Callable[[Console], int], console: Console | None = None) -> int:
@@ -246,8 +243,15 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
         console.print("[bold]Diagnostics[/bold] (files under diagnostics/)")
         for text in data["diagnostics"]:
             console.print(text, highlight=False, markup=False)
+    warned = data.get("warnings", [])
     for note in data["notes"]:
-        console.print(f"note: {note}", highlight=False)
+        if note not in warned:
+            console.print(f"note: {note}", highlight=False, markup=False)
+    if warned:
+        console.print(f"[bold yellow]{report.WARN} Warnings[/bold yellow] (bench cite "
+                      "includes them)", highlight=False)
+        for text in warned:
+            console.print(f"- {text}", highlight=False, markup=False)
 
 
 def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
@@ -269,24 +273,8 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
     return 1 if failures else 0
 
 
-def site_url(mkdocs_yml: Path) -> str:
-    """The published site's address, from mkdocs.yml (its site_url key)."""
-    try:
-        config = yaml.load(mkdocs_yml.read_text(), Loader=_IgnoreTags) or {}
-    except (OSError, yaml.YAMLError):
-        return DEFAULT_SITE_URL
-    url = config.get("site_url") if isinstance(config, dict) else None
-    return str(url) if url else DEFAULT_SITE_URL
-
-
-class _IgnoreTags(yaml.SafeLoader):
-    """mkdocs.yml may use !ENV and !!python tags; reading site_url needs none of them."""
-
-
-_IgnoreTags.add_multi_constructor("", lambda loader, suffix, node: None)
-
-
-def print_cite(results_dir: Path, ref: str, mkdocs_yml: Path) -> int:
+def print_cite(results_dir: Path, ref: str, site_url: str) -> int:
+    """The cite block; `site_url` is "" when none is configured, and the block has no link."""
     run = open_run(resolve(results_dir, ref))
-    sys.stdout.write(cite(run, site_url(mkdocs_yml)))
+    sys.stdout.write(cite(run, site_url))
     return 0

@@ -112,7 +112,8 @@ def verify(c: Context, run: str | None = None, results: str | None = None) -> No
 
 @task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP,
                                 "site_url": "the published site, for the link (default: "
-                                            "[tool.perfpages] site-url, else mkdocs.yml's)"})
+                                            "[tool.perfpages] site-url, else mkdocs.yml's; "
+                                            "none: no link)"})
 def cite(c: Context, run: str, results: str | None = None, site_url: str | None = None) -> None:
     """Print a Markdown block citing a complete run, for a pull request."""
     s = _guard(lambda: settings.load(results=results, site_url=site_url))
