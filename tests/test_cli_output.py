@@ -119,6 +119,23 @@ def test_demo_changes_at_80_columns_keep_their_rows() -> None:
     assert table.count("│ v1.1 vs v1.0 ") == len(data["changes"]["rows"])
 
 
+def test_fail_on_loss_through_the_command_line(tmp_path: Path) -> None:
+    generate(tmp_path, Spec(run_id="2026-11-09-synthetic-slower",
+                            labels={"base": 1.0, "change": 0.8}))
+    proc = cli("bench.report", "--results", str(tmp_path), "--fail-on", "loss")
+    losses = build(open_run(tmp_path / "2026-11-09-synthetic-slower"))["losses"]
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert losses and len(lines) == len(losses)
+    assert all(line.startswith("fail: clear loss: ") and "base→change" in line for line in lines)
+    assert "Traceback" not in proc.stderr and "Changes" in proc.stdout
+    assert any(line.startswith("fail: clear loss: callers call=lookup, callers=32 throughput "
+                               "(/s) base→change −") for line in lines)
+    bad = cli("bench.report", "--results", str(tmp_path), "--fail-on", "regression")
+    assert bad.returncode == 1 and bad.stderr.splitlines() == [
+        "error: --fail-on: unknown condition 'regression' — use --fail-on loss (exit 1 when "
+        "any change is a clear loss)"]
+
 
 def test_cite_through_the_command_line_links_only_with_a_site_url() -> None:
     linked = cli("bench.cite", "sky-quick")  # mkdocs.yml has a site_url

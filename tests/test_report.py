@@ -71,12 +71,15 @@ def test_min_rounds_withholds_verdicts() -> None:
     ((RUN, "v1.0,v7", "md", None), "no label 'v7' in run"),
     ((RUN, None, "html", None), "--format: unknown format 'html' — use term, md or json"),
     ((RUN, None, "md", "0"), "--min-rounds: not a round count: '0'"),
+    ((RUN, None, "md", None, "losses"), "--fail-on: unknown condition 'losses' — use --fail-on "
+                                        "loss"),
+    ((RUN, None, "md", None, ""), "--fail-on: unknown condition ''"),
 ])
 def test_report_usage_errors_are_one_line(args: tuple, message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    ref, compare, fmt, rounds = args
-    code = console.run_command(
-        lambda out: console.print_report(RESULTS, ref, compare, fmt, rounds, out))
+    ref, compare, fmt, rounds, *fail_on = args
+    code = console.run_command(lambda out: console.print_report(
+        RESULTS, ref, compare, fmt, rounds, out, fail_on=fail_on[0] if fail_on else None))
     err = capsys.readouterr().err
     assert code == 1 and len(err.splitlines()) == 1 and message in err
 
@@ -208,3 +211,42 @@ def test_cite_without_a_site_url_has_no_link(capsys: pytest.CaptureFixture[str])
     assert console.print_cite(RESULTS, RUN, "https://perf.example.org/sub/") == 0
     assert f"](https://perf.example.org/sub/runs/{RUN}/)" in capsys.readouterr().out
 
+
+def slower(results: Path, factor: float) -> Run:
+    """A synthetic run whose second label runs at `factor` times the speed of the first."""
+    return generate(results, Spec(run_id="2026-11-09-synthetic-slower",
+                                  labels={"base": 1.0, "change": factor}))
+
+
+def test_fail_on_loss_exits_1_with_a_line_per_clear_loss(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = slower(tmp_path, 0.8)
+    data = build(run)
+    losses = [row for row in data["changes"]["rows"] if row[-1] == "clear loss"]
+    assert losses and len(data["losses"]) == len(losses)
+    # Without the flag a loss is only reported.
+    assert console.print_report(tmp_path, None, None, "md", None, Console()) == 0
+    assert capsys.readouterr().err == ""
+    code = console.print_report(tmp_path, None, None, "json", None, Console(), fail_on="loss")
+    captured = capsys.readouterr()
+    assert code == 1 and json.loads(captured.out)["losses"] == data["losses"]
+    lines = captured.err.splitlines()
+    assert len(lines) == len(losses)
+    assert all(line.startswith("fail: clear loss: ") for line in lines)
+    block, params, metric, _, base, other, change, _ = losses[0]
+    assert lines[0] == (f"fail: clear loss: {block} {params} {metric} base→change {change} "
+                        f"({base} → {other})")
+
+
+def test_fail_on_loss_passes_without_a_clear_loss(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    slower(tmp_path, 1.25)  # faster: only gains
+    code = console.print_report(tmp_path, None, None, "term", None, Console(), fail_on="loss")
+    captured = capsys.readouterr()
+    assert code == 0 and captured.err == "" and "clear gain" in captured.out
+    # A loss too small to be clear (ranges overlap) does not fail either.
+    noisy = generate(tmp_path / "noisy", Spec(run_id="2026-11-10-synthetic-noisy", noise=0.2,
+                                               labels={"base": 1.0, "change": 0.97}))
+    assert not build(noisy)["losses"]
+    assert console.print_report(tmp_path / "noisy", None, None, "md", None, Console(),
+                                fail_on="loss") == 0

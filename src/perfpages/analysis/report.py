@@ -228,6 +228,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     summary = [line for line, _ in summary_lines(found)]
     rounds = m.method.rounds
     floors, knees = drift(run, frame), saturation.knees(frame)
+    sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
     aa = noise_floor(run, frame, min_rounds) if not cross else []
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
     flagged = list(run.notes) + [line for line, clear in aa if clear] + [
@@ -248,6 +249,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "notes": list(run.notes) + [line for line, _ in aa]
         + [f"mixed runs allowed: {d}" for d in differences],
         "warnings": warnings(run, frame, found, floors, knees) + flagged,
+        "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
+                   if c.clear and c.better is False],
     }
 
 
@@ -289,6 +292,13 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
             f"(throughput {format_percent(k['throughput_change'])}, p95 "
             f"{format_percent(k['p95_change'])})" for k in knees if k["flagged"]]
     return out
+
+
+def loss(block: str, pkey: str, base: str, other: str, c: Change) -> dict[str, Any]:
+    """A clear loss (the method's verdict) as data, for `bench report --fail-on loss`."""
+    return {"block": block, "parameters": pkey or "—", "metric": metric_header(c.metric),
+            "base": base, "other": other, "percent": c.percent, "base_cell": cell_text(c.base),
+            "other_cell": cell_text(c.other)}
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:

@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 
 from perfpages.analysis import report, saturation
 from perfpages.analysis.cite import cite
+from perfpages.analysis.method import format_percent
 from perfpages.archive.reader import Run, find_runs, open_run, read_manifest, resolve, verify
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
 
@@ -78,9 +79,17 @@ def _run_side(results_dir: Path, side: str) -> tuple[Run, str] | None:
     return open_run(path), label
 
 
+FAIL_ON = ("loss",)
+
+
 def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: str,
                  min_rounds: int | str | None, console: Console,
-                 allow_mixed: bool = False) -> int:
+                 allow_mixed: bool = False, fail_on: str | None = None) -> int:
+    """Print the report; with `fail_on="loss"`, exit 1 after it when any change is a clear
+    loss, a line each on stderr (for CI)."""
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise PerfpagesError(f"unknown condition {fail_on!r}", key="--fail-on",
+                             fix="use --fail-on loss (exit 1 when any change is a clear loss)")
     rounds = None
     if min_rounds is not None:
         try:
@@ -115,7 +124,14 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
         sys.stdout.write(report.to_markdown(data))
     else:
         print_terminal(data, console)
-    return 0
+    if fail_on != "loss" or not data["losses"]:
+        return 0
+    sys.stdout.flush()  # the report first, then why the command fails
+    for lost in data["losses"]:
+        print(f"fail: clear loss: {lost['block']} {lost['parameters']} {lost['metric']} "
+              f"{lost['base']}→{lost['other']} {format_percent(lost['percent'])} "
+              f"({lost['base_cell']} → {lost['other_cell']})", file=sys.stderr)
+    return 1
 
 
 def _rich(title: str, columns: list[str], rows: list[list[str]], ids: int,

@@ -93,14 +93,16 @@ def list_(c: Context, results: str | None = None) -> None:
             "allow_mixed": "compare runs from different machines or harness versions anyway",
             "format": "term, md or json",
             "min_rounds": "rounds each side needs before a change may be called clear",
+            "fail_on": "loss: exit 1 when any change is a clear loss, a line each on stderr "
+                       "(for CI)",
             "results": RESULTS_HELP})
 def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
            min_rounds: str | None = None, results: str | None = None,
-           allow_mixed: bool = False) -> None:
+           allow_mixed: bool = False, fail_on: str | None = None) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
     s = _settings(results)
     _command(lambda cmd, out: cmd.print_report(s.results, run, compare, format,
-                                               min_rounds, out, allow_mixed))
+                                               min_rounds, out, allow_mixed, fail_on))
 
 
 @task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
