@@ -6,6 +6,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from rich.console import Console
 
 from perfpages.analysis.cite import cite
 from perfpages.analysis.report import build, to_markdown
-from perfpages.archive.reader import open_run
+from perfpages.archive.reader import Run, open_run
+from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.cli import console
 from perfpages.testing import Spec, generate
@@ -69,12 +71,15 @@ def test_min_rounds_withholds_verdicts() -> None:
     ((RUN, "v1.0,v7", "md", None), "no label 'v7' in run"),
     ((RUN, None, "html", None), "--format: unknown format 'html' — use term, md or json"),
     ((RUN, None, "md", "0"), "--min-rounds: not a round count: '0'"),
+    ((RUN, None, "md", None, "losses"), "--fail-on: unknown condition 'losses' — use --fail-on "
+                                        "loss"),
+    ((RUN, None, "md", None, ""), "--fail-on: unknown condition ''"),
 ])
 def test_report_usage_errors_are_one_line(args: tuple, message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    ref, compare, fmt, rounds = args
-    code = console.run_command(
-        lambda out: console.print_report(RESULTS, ref, compare, fmt, rounds, out))
+    ref, compare, fmt, rounds, *fail_on = args
+    code = console.run_command(lambda out: console.print_report(
+        RESULTS, ref, compare, fmt, rounds, out, fail_on=fail_on[0] if fail_on else None))
     err = capsys.readouterr().err
     assert code == 1 and len(err.splitlines()) == 1 and message in err
 
@@ -126,3 +131,122 @@ def test_an_aa_pair_reports_the_noise_floor(tmp_path: Path, speed: float, flagge
     assert any("identical builds differ clearly" in n for n in floor) == flagged
     # The demo's labels are distinct builds: no A/A lines there.
     assert not any("A/A" in n for n in build(open_run(RESULTS / RUN))["notes"])
+
+
+def rewrite(run: Run, results: Path, window: Callable[[Window], Window] = lambda w: w,
+            **manifest: object) -> Run:
+    """A copy of `run` under `results` with its manifest and windows edited, written by the
+    real writer (so it is a valid, complete archive)."""
+    changed = replace(run.manifest, files={}, **manifest)  # type: ignore[arg-type]
+    with ArchiveWriter.create(results, changed) as writer:
+        for w in run.windows:
+            writer.append(window(w))
+        writer.finish("complete")
+    return open_run(results / run.manifest.id)
+
+
+def troubled(w: Window) -> Window:
+    """The machine slows down during `callers`; v1.1 gets 5xx on one call and loses windows."""
+    if w.kind == "floor" and w.block == "callers" and w.params.get("position") == "after":
+        return replace(w, metrics={"tps": 20_000.0})
+    if w.label == "v1.1" and w.params.get("call") == "page" and w.requests:
+        return replace(w, codes={"200": w.requests - 4, "503": 4})
+    if w.label == "v1.1" and w.block == "one-caller" and w.round == 2:
+        return replace(w, status="failed", error="connection refused", requests=None, codes={},
+                       latency=None)
+    return w
+
+
+def test_warnings_are_data_and_end_the_report(tmp_path: Path) -> None:
+    demo = open_run(RESULTS / RUN)
+    run = rewrite(demo, tmp_path, troubled, scope="quick",
+                  method=replace(demo.manifest.method, min_rounds=6))
+    data = build(run)
+    warned = data["warnings"]
+    assert warned[0] == "quick run: the suite's reduced sizes, not its full measurement"
+    assert "callers / v1.1: 60 non-2xx responses in the rounds of call=page, callers=32" in warned
+    assert any(w.startswith("one-caller / v1.1: 3 failed windows") for w in warned)
+    assert "callers: v1.1 vs v1.0: 6 of 6 changes have too few rounds for a verdict (5 < 6)" \
+        in warned
+    assert any(w.startswith("callers: the tps floor drifted −50 %") and "±10 % threshold" in w
+               for w in warned)
+    markdown = to_markdown(data)
+    assert all(f"- {w}" in markdown for w in warned)
+    out = io.StringIO()
+    console.print_terminal(data, Console(file=out, width=300, color_system=None))
+    printed = out.getvalue().split("⚠ Warnings")[1].splitlines()[1:]
+    assert printed == [f"- {w}" for w in warned]
+
+
+def test_cite_carries_every_warning_the_report_prints(tmp_path: Path) -> None:
+    demo = open_run(RESULTS / RUN)
+    run = rewrite(demo, tmp_path, troubled, scope="test",
+                  method=replace(demo.manifest.method, min_rounds=6))
+    out = io.StringIO()
+    console.print_terminal(build(run), Console(file=out, width=300, color_system=None))
+    printed = out.getvalue().split("⚠ Warnings")[1].splitlines()[1:]
+    text = cite(run, "")
+    assert len(printed) >= 5 and all(line in text.splitlines() for line in printed)
+    assert "test run: a tiny run made by tests, not a measurement" in text
+    # The warnings come before the numbers they qualify; the rest of the block is unchanged.
+    assert text.index("⚠ **Warnings**") < text.index("median (min–max) of the rounds")
+    assert text.endswith(f"Verify: `invoke bench.verify --run {RUN}`\n")
+
+
+def test_saturation_and_drift_of_an_archived_run_reach_the_cite_block() -> None:
+    run = open_run(Path(__file__).parent.parent / "results" / "2026-11-30-sky-quick")
+    text = cite(run, "")
+    assert "- quick run: the suite's reduced sizes" in text
+    assert "- mix: the tps floor drifted" in text
+    assert "- mix / pg18: saturated from 8 to 16 clients" in text
+
+
+def test_cite_without_a_site_url_has_no_link(capsys: pytest.CaptureFixture[str]) -> None:
+    first = cite(open_run(RESULTS / RUN), "").splitlines()[0]
+    assert first == (f"**Synthetic demo run (generated values, not a measurement)** — perfpages "
+                     f"run `{RUN}`")
+    assert console.print_cite(RESULTS, RUN, "") == 0
+    printed = capsys.readouterr().out
+    assert "](" not in printed and "http" not in printed.split("- pins:")[0]
+    assert console.print_cite(RESULTS, RUN, "https://perf.example.org/sub/") == 0
+    assert f"](https://perf.example.org/sub/runs/{RUN}/)" in capsys.readouterr().out
+
+
+def slower(results: Path, factor: float) -> Run:
+    """A synthetic run whose second label runs at `factor` times the speed of the first."""
+    return generate(results, Spec(run_id="2026-11-09-synthetic-slower",
+                                  labels={"base": 1.0, "change": factor}))
+
+
+def test_fail_on_loss_exits_1_with_a_line_per_clear_loss(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = slower(tmp_path, 0.8)
+    data = build(run)
+    losses = [row for row in data["changes"]["rows"] if row[-1] == "clear loss"]
+    assert losses and len(data["losses"]) == len(losses)
+    # Without the flag a loss is only reported.
+    assert console.print_report(tmp_path, None, None, "md", None, Console()) == 0
+    assert capsys.readouterr().err == ""
+    code = console.print_report(tmp_path, None, None, "json", None, Console(), fail_on="loss")
+    captured = capsys.readouterr()
+    assert code == 1 and json.loads(captured.out)["losses"] == data["losses"]
+    lines = captured.err.splitlines()
+    assert len(lines) == len(losses)
+    assert all(line.startswith("fail: clear loss: ") for line in lines)
+    block, params, metric, _, base, other, change, _ = losses[0]
+    assert lines[0] == (f"fail: clear loss: {block} {params} {metric} base→change {change} "
+                        f"({base} → {other})")
+
+
+def test_fail_on_loss_passes_without_a_clear_loss(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    slower(tmp_path, 1.25)  # faster: only gains
+    code = console.print_report(tmp_path, None, None, "term", None, Console(), fail_on="loss")
+    captured = capsys.readouterr()
+    assert code == 0 and captured.err == "" and "clear gain" in captured.out
+    # A loss too small to be clear (ranges overlap) does not fail either.
+    noisy = generate(tmp_path / "noisy", Spec(run_id="2026-11-10-synthetic-noisy", noise=0.2,
+                                               labels={"base": 1.0, "change": 0.97}))
+    assert not build(noisy)["losses"]
+    assert console.print_report(tmp_path / "noisy", None, None, "md", None, Console(),
+                                fail_on="loss") == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfpages.analysis.report import _md_table, build
+from perfpages.analysis.report import WARN, _md_table, build
 from perfpages.archive.reader import RUN_FILE, Run, sha256_file
 from perfpages.errors import ArchiveError
 
@@ -15,7 +15,8 @@ def run_url(site_url: str, run_id: str) -> str:
 
 
 def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
-    """The block; `data` is the run's report.build() when the caller already has it."""
+    """The block; `data` is the run's report.build() when the caller already has it. Without
+    a site URL there is no link: a made-up address would be a dead link in the pull request."""
     m = run.manifest
     if m.status != "complete":
         raise ArchiveError(f"run is {m.status}, not complete", where=run.path,
@@ -25,8 +26,9 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
     machine = m.machine
     pins = [f"- `{name}`: {label.pin.describe()}" for name, label in m.labels.items()]
     commit = m.harness.get("commit") or "unknown"
+    name = f"[`{m.id}`]({run_url(site_url, m.id)})" if site_url else f"`{m.id}`"
     lines = [
-        f"**{m.title}** — perfpages run [`{m.id}`]({run_url(site_url, m.id)})",
+        f"**{m.title}** — perfpages run {name}",
         "",
         f"- date: {m.started[:10]} ({m.scope} run, {m.method.rounds} interleaved rounds)",
         f"- machine: {machine.get('cpu')}, {machine.get('cores')} cores, "
@@ -38,6 +40,9 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
         f"- `{RUN_FILE}` sha256: `{sha256_file(run.path / RUN_FILE)}`",
         "",
     ]
+    if data.get("warnings"):  # what `bench report` flags travels with the numbers
+        lines += [f"{WARN} **Warnings** (`invoke bench.report --run {m.id}` flags them):", "",
+                  *[f"- {w}" for w in data["warnings"]], ""]
     if data["tables"]:
         head = data["tables"][0]
         lines += [f"{head['title']}, median (min–max) of the rounds:", "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,9 +130,10 @@ def same_builds(run: Run) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if build(a) == build(b)]
 
 
-def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[str]:
+def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[tuple[str, bool]]:
     """What each A/A pair measured: the differences this machine and method show between two
-    identical builds, against which every other change is read."""
+    identical builds, against which every other change is read; True where they differ
+    clearly (a warning)."""
     pairs = same_builds(run)
     if not pairs:
         return []  # the usual case: no second pass over the cells
@@ -139,7 +141,7 @@ def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[str]:
     for line, clear in summary_lines(changes(run, frame, pairs, min_rounds)):
         flag = (f" {WARN} identical builds differ clearly: the machine or the method is not "
                 f"stable" if clear else "")
-        lines.append(f"A/A (same build) {line} — the noise floor{flag}")
+        lines.append((f"A/A (same build) {line} — the noise floor{flag}", bool(clear)))
     return lines
 
 
@@ -225,6 +227,12 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
                    for block, pkey, pair, c in found]
     summary = [line for line, _ in summary_lines(found)]
     rounds = m.method.rounds
+    floors, knees = drift(run, frame), saturation.knees(frame)
+    sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
+    aa = noise_floor(run, frame, min_rounds) if not cross else []
+    # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
+    flagged = list(run.notes) + [line for line, clear in aa if clear] + [
+        f"mixed runs allowed: {d}" for d in differences]
     return {
         "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
         "started": m.started, "ended": m.ended, "labels": labels,
@@ -235,12 +243,62 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "tables": [t.to_json() for t in block_tables(run, frame, labels)],
         "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
                                 "change", "verdict"], "rows": change_rows, "summary": summary},
-        "drift": drift(run, frame),
-        "saturation": saturation.knees(frame),
+        "drift": floors,
+        "saturation": knees,
         "diagnostics": diagnostics.summary_lines(run.path),
-        "notes": list(run.notes) + (noise_floor(run, frame, min_rounds) if not cross else [])
+        "notes": list(run.notes) + [line for line, _ in aa]
         + [f"mixed runs allowed: {d}" for d in differences],
+        "warnings": warnings(run, frame, found, floors, knees) + flagged,
+        "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
+                   if c.clear and c.better is False],
     }
+
+
+SCOPE_WARNINGS = {"quick": "quick run: the suite's reduced sizes, not its full measurement",
+                  "test": "test run: a tiny run made by tests, not a measurement"}
+BAD = {"failed_windows": "failed windows", "errors": "errors", "non_2xx": "non-2xx responses"}
+
+
+def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Change]],
+             floors: list[dict[str, Any]], knees: list[dict[str, Any]]) -> list[str]:
+    """Everything the report flags, a line each, from the data rather than from the printed
+    text: `bench report` ends with them and `bench cite` carries them into a pull request."""
+    out = [SCOPE_WARNINGS[run.manifest.scope]] if run.manifest.scope in SCOPE_WARNINGS else []
+    bad: dict[tuple[str, str], dict[str, Any]] = {}  # (block, label) -> totals, parameter sets
+    for (block, pkey, label, metric), c in _cells(frame[frame["metric"].isin(BAD)]).items():
+        if c.max > 0:
+            entry = bad.setdefault((block, label), {"params": {}, "totals": dict.fromkeys(BAD, 0)})
+            entry["params"][pkey or "—"] = None
+            entry["totals"][metric] += sum(c.values)
+    for (block, label), entry in bad.items():
+        totals = ", ".join(f"{int(n):,} {BAD[k]}" for k, n in entry["totals"].items() if n)
+        out.append(f"{block} / {label}: {totals} in the rounds of "
+                   f"{'; '.join(entry['params'])}")
+    few: dict[tuple[str, str], list[Change]] = {}
+    total = Counter((block, pair) for block, _, pair, _ in found)
+    for block, _, pair, c in found:
+        if not c.enough_rounds:
+            few.setdefault((block, pair), []).append(c)
+    for (block, pair), group in few.items():
+        have = min(min(c.base.n, c.other.n) for c in group)
+        out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "
+                   f"few rounds for a verdict ({have} < {group[0].min_rounds})")
+    threshold = run.manifest.method.drift_threshold
+    out += [f"{d['block']}: the {d['metric']} floor drifted {format_percent(d['drift_percent'])} "
+            f"({format_number(d['before'])}/s before the block, {format_number(d['after'])}/s "
+            f"after), beyond the ±{threshold * 100:.0f} % threshold"
+            for d in floors if d["flagged"]]
+    out += [f"{k['block']} / {k['label']}: saturated from {k['from']} to {k['to']} clients "
+            f"(throughput {format_percent(k['throughput_change'])}, p95 "
+            f"{format_percent(k['p95_change'])})" for k in knees if k["flagged"]]
+    return out
+
+
+def loss(block: str, pkey: str, base: str, other: str, c: Change) -> dict[str, Any]:
+    """A clear loss (the method's verdict) as data, for `bench report --fail-on loss`."""
+    return {"block": block, "parameters": pkey or "—", "metric": metric_header(c.metric),
+            "base": base, "other": other, "percent": c.percent, "base_cell": cell_text(c.base),
+            "other_cell": cell_text(c.other)}
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
@@ -269,7 +327,10 @@ def to_markdown(data: dict[str, Any]) -> str:
         out += [f"- {saturation.line(k)}" for k in data["saturation"]] + [""]
     if data.get("diagnostics"):
         out += ["## Diagnostics", "", "```text", *data["diagnostics"], "```", ""]
-    out += [f"Note: {note}" for note in data["notes"]]
+    warned = data.get("warnings", [])
+    if warned:
+        out += [f"## {WARN} Warnings", "", *[f"- {w}" for w in warned], ""]
+    out += [f"Note: {note}" for note in data["notes"] if note not in warned]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -7,16 +7,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
+from rich.cells import cell_len
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table as RichTable
 
 from perfpages.analysis import report, saturation
 from perfpages.analysis.cite import cite
+from perfpages.analysis.method import format_percent
 from perfpages.archive.reader import Run, find_runs, open_run, read_manifest, resolve, verify
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
-
-DEFAULT_SITE_URL = "https://perfpages.example.org/"
 
 
 def run_command(action: Callable[[Console], int], console: Console | None = None) -> int:
@@ -47,19 +47,22 @@ def list_runs(results_dir: Path, console: Console) -> int:
     if not runs:
         console.print(f"no archived runs in {results_dir}")
         return 0
-    table = RichTable(box=None)
-    for name in ("id", "date", "suite", "scope", "status"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("labels")
+    columns = ["id", "date", "suite", "scope", "status", "labels"]
+    rows: list[list[str]] = []
+    table = RichTable(*columns, box=None)
     bad = 0
     for path in runs:
         try:
             m = read_manifest(path)
         except ArchiveError as exc:
-            table.add_row(path.name, "", "", "", "[red]unreadable[/red]", str(exc))
+            rows.append([path.name, "", "", "", "unreadable", str(exc)])
+            table.add_row(*[_escape(c) for c in rows[-1][:4]], "[red]unreadable[/red]",
+                          _escape(str(exc)))
             bad += 1
             continue
-        table.add_row(m.id, m.started[:10], m.suite, m.scope, m.status, ", ".join(m.labels))
+        rows.append([m.id, m.started[:10], m.suite, m.scope, m.status, ", ".join(m.labels)])
+        table.add_row(*[_escape(c) for c in rows[-1]])
+    fit(table, columns, rows, {0, 5}, console)
     console.print(table)
     return 1 if bad else 0
 
@@ -76,9 +79,17 @@ def _run_side(results_dir: Path, side: str) -> tuple[Run, str] | None:
     return open_run(path), label
 
 
+FAIL_ON = ("loss",)
+
+
 def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: str,
                  min_rounds: int | str | None, console: Console,
-                 allow_mixed: bool = False) -> int:
+                 allow_mixed: bool = False, fail_on: str | None = None) -> int:
+    """Print the report; with `fail_on="loss"`, exit 1 after it when any change is a clear
+    loss, a line each on stderr (for CI)."""
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise PerfpagesError(f"unknown condition {fail_on!r}", key="--fail-on",
+                             fix="use --fail-on loss (exit 1 when any change is a clear loss)")
     rounds = None
     if min_rounds is not None:
         try:
@@ -113,18 +124,110 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
         sys.stdout.write(report.to_markdown(data))
     else:
         print_terminal(data, console)
-    return 0
+    if fail_on != "loss" or not data["losses"]:
+        return 0
+    sys.stdout.flush()  # the report first, then why the command fails
+    for lost in data["losses"]:
+        print(f"fail: clear loss: {lost['block']} {lost['parameters']} {lost['metric']} "
+              f"{lost['base']}→{lost['other']} {format_percent(lost['percent'])} "
+              f"({lost['base_cell']} → {lost['other_cell']})", file=sys.stderr)
+    return 1
 
 
-def _rich(title: str, columns: list[str], rows: list[list[str]]) -> RichTable:
-    table = RichTable(*columns, title=title, title_justify="left", title_style="bold")
+def _rich(title: str, columns: list[str], rows: list[list[str]], ids: int,
+          console: Console) -> RichTable:
+    """A table whose first `ids` columns identify a row (block, parameters, metric, labels).
+    When they cannot keep their words side by side (the changes table in 80 columns), they
+    share one column, a line each, rather than fold "call=lookup-plain" into pieces."""
+    table = _new(title, columns, rows)
+    room, longest, words, heads = _measure(table, columns, rows, console)
+    floors = _value_floors(words, heads)[ids:]
+    if ids > 1 and sum(longest) > room and sum(words[:ids]) + sum(floors) > room:
+        columns = ["\n".join(columns[:ids]), *columns[ids:]]
+        rows = [["\n".join(row[:ids]), *row[ids:]] for row in rows]
+        table, ids = _new(title, columns, rows, show_lines=True), 1
+    fit(table, columns, rows, set(range(ids)), console)
+    return table
+
+
+def _new(title: str, columns: list[str], rows: list[list[str]],
+         show_lines: bool = False) -> RichTable:
+    table = RichTable(*columns, title=title, title_justify="left", title_style="bold",
+                      show_lines=show_lines)
     for row in rows:
         table.add_row(*[_highlight(c) for c in row])
     return table
 
 
+VALUE_FLOOR = 4  # a value column folds its ranges before an identifying one folds a word …
+KEY_FLOOR = 8  # … and an identifying column folds only down to this, then both go further
+
+
+def fit(table: RichTable, columns: list[str], rows: list[list[str]], ids: set[int],
+        console: Console) -> None:
+    """Column widths for a table wider than the terminal, without losing a character.
+
+    Rich would cut the widest cells with "…": "call=lookup-plain" and "call=lookup-governed"
+    would both read "call=lookup-…". Instead every column folds, and width is taken from the
+    value columns first: identifying columns (`ids`) and the headers (label names) keep their
+    longest word whenever the values can give way, so they wrap between words."""
+    for column in table.columns:
+        column.overflow = "fold"
+    room, longest, words, heads = _measure(table, columns, rows, console)
+    if sum(longest) <= room:
+        return  # it fits: rich lays it out as always
+    if table.box is None and sum(words) > room:
+        table.padding, table.pad_edge = (0, 1, 0, 0), False  # one space between columns
+        room, longest, words, heads = _measure(table, columns, rows, console)
+    widths = list(longest)
+    values = [i for i in range(len(columns)) if i not in ids]
+    keys = sorted(ids)
+    for group, floors in ((values, words), (keys, words),
+                          (values, _value_floors(words, heads)),
+                          (keys, [min(w, KEY_FLOOR) for w in words]),
+                          (values, [1] * len(words)), (keys, [1] * len(words))):
+        _shrink(widths, group, floors, sum(widths) - room)
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
+
+
+def _value_floors(words: list[int], heads: list[int]) -> list[int]:
+    """How far a value column may narrow before it folds its header (a label's name)."""
+    return [max(min(w, VALUE_FLOOR), h) for w, h in zip(words, heads, strict=True)]
+
+
+def _measure(table: RichTable, columns: list[str], rows: list[list[str]],
+             console: Console) -> tuple[int, list[int], list[int], list[int]]:
+    """The width left for the cells once borders and padding are drawn, and per column the
+    longest line, the longest word and the longest word of the header."""
+    texts = [[header, *(row[i] for row in rows)] for i, header in enumerate(columns)]
+    longest = [max(cell_len(line) for text in col for line in text.splitlines() or [""])
+               for col in texts]
+    words = [max(cell_len(word) for text in col for word in text.split() or [""])
+             for col in texts]
+    heads = [max((cell_len(word) for word in header.split()), default=0) for header in columns]
+    natural = Measurement.get(console, console.options.update_width(1 << 20), table).maximum
+    return console.width - (natural - sum(longest)), longest, words, heads
+
+
+def _shrink(widths: list[int], group: list[int], floors: list[int], excess: int) -> None:
+    """Take `excess` columns of width from `group`, the widest column first, none below its
+    floor."""
+    while excess > 0:
+        able = [i for i in group if widths[i] > floors[i]]
+        if not able:
+            return
+        widest = max(able, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
 def _highlight(text: str) -> str:
-    text = text.replace("[", "\\[")
+    text = _escape(text)
     if text == "clear gain":
         return "[green]clear gain[/green]"
     if text == "clear loss":
@@ -137,12 +240,12 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
                   f"{data['status']})", highlight=False)
     console.print(f"Method: {data['method']}.", highlight=False)
     for table in data["tables"]:
-        console.print(_rich(table["title"], table["columns"], table["rows"]))
+        console.print(_rich(table["title"], table["columns"], table["rows"], 2, console))
         for note in table["notes"]:
             console.print(note, highlight=False)
     changes = data["changes"]
     if changes["rows"]:
-        console.print(_rich("Changes", changes["columns"], changes["rows"]))
+        console.print(_rich("Changes", changes["columns"], changes["rows"], 4, console))
         for line in changes["summary"]:
             console.print(f"- {line}", highlight=False)
     for d in data["drift"]:
@@ -156,8 +259,15 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
         console.print("[bold]Diagnostics[/bold] (files under diagnostics/)")
         for text in data["diagnostics"]:
             console.print(text, highlight=False, markup=False)
+    warned = data.get("warnings", [])
     for note in data["notes"]:
-        console.print(f"note: {note}", highlight=False)
+        if note not in warned:
+            console.print(f"note: {note}", highlight=False, markup=False)
+    if warned:
+        console.print(f"[bold yellow]{report.WARN} Warnings[/bold yellow] (bench cite "
+                      "includes them)", highlight=False)
+        for text in warned:
+            console.print(f"- {text}", highlight=False, markup=False)
 
 
 def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
@@ -179,24 +289,8 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
     return 1 if failures else 0
 
 
-def site_url(mkdocs_yml: Path) -> str:
-    """The published site's address, from mkdocs.yml (its site_url key)."""
-    try:
-        config = yaml.load(mkdocs_yml.read_text(), Loader=_IgnoreTags) or {}
-    except (OSError, yaml.YAMLError):
-        return DEFAULT_SITE_URL
-    url = config.get("site_url") if isinstance(config, dict) else None
-    return str(url) if url else DEFAULT_SITE_URL
-
-
-class _IgnoreTags(yaml.SafeLoader):
-    """mkdocs.yml may use !ENV and !!python tags; reading site_url needs none of them."""
-
-
-_IgnoreTags.add_multi_constructor("", lambda loader, suffix, node: None)
-
-
-def print_cite(results_dir: Path, ref: str, mkdocs_yml: Path) -> int:
+def print_cite(results_dir: Path, ref: str, site_url: str) -> int:
+    """The cite block; `site_url` is "" when none is configured, and the block has no link."""
     run = open_run(resolve(results_dir, ref))
-    sys.stdout.write(cite(run, site_url(mkdocs_yml)))
+    sys.stdout.write(cite(run, site_url))
     return 0

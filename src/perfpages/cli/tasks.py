@@ -97,14 +97,16 @@ def list_(c: Context, results: str | None = None) -> None:
             "allow_mixed": "compare runs from different machines or harness versions anyway",
             "format": "term, md or json",
             "min_rounds": "rounds each side needs before a change may be called clear",
+            "fail_on": "loss: exit 1 when any change is a clear loss, a line each on stderr "
+                       "(for CI)",
             "results": RESULTS_HELP})
 def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
            min_rounds: str | None = None, results: str | None = None,
-           allow_mixed: bool = False) -> None:
+           allow_mixed: bool = False, fail_on: str | None = None) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
     s = _settings(results)
     _command(lambda cmd, out: cmd.print_report(s.results, run, compare, format,
-                                               min_rounds, out, allow_mixed))
+                                               min_rounds, out, allow_mixed, fail_on))
 
 
 @task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
@@ -116,7 +118,8 @@ def verify(c: Context, run: str | None = None, results: str | None = None) -> No
 
 @task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP,
                                 "site_url": "the published site, for the link (default: "
-                                            "[tool.perfpages] site-url, else mkdocs.yml's)"})
+                                            "[tool.perfpages] site-url, else mkdocs.yml's; "
+                                            "none: no link)"})
 def cite(c: Context, run: str, results: str | None = None, site_url: str | None = None) -> None:
     """Print a Markdown block citing a complete run, for a pull request."""
     s = _guard(lambda: settings.load(results=results, site_url=site_url))

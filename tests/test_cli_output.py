@@ -1,0 +1,147 @@
+"""What the commands print in a narrow terminal or a pipe (rich assumes 80 columns there):
+nothing that identifies a row — block, parameters, metric, label, run id — is ever cut."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from perfpages.analysis.report import build
+from perfpages.archive.reader import open_run
+from perfpages.cli import console
+from perfpages.testing import Spec, generate
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"  # archived runs: read, never written
+GATE = "2026-11-30-queryapigate"  # lookup-plain and lookup-governed differ only past 12 chars
+DEMO = Path(__file__).parent / "fixtures" / "results" / "2026-11-01-synthetic-demo"
+TABLE_LINE = tuple("┏┃┡│├└")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line, piped: no COLUMNS, so rich lays tables out for 80 columns."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run([sys.executable, "-m", "invoke", "-r", str(ROOT), *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, check=False)
+
+
+def identifying_words(data: dict[str, Any]) -> Counter[str]:
+    """Every word of every identifying cell (parameters, metric; block and label pair in the
+    changes), counted once per row that holds it."""
+    words: Counter[str] = Counter()
+    for table in data["tables"]:
+        for row in table["rows"]:
+            words.update(" ".join(row[:2]).split())
+    for row in data["changes"]["rows"]:
+        words.update(" ".join(row[:4]).split())
+    return words
+
+
+def assert_uncut(text: str, data: dict[str, Any], width: int) -> None:
+    assert "…" not in text
+    assert max(cell_len(line) for line in text.splitlines() if line.startswith(TABLE_LINE)) \
+        <= width
+    for word, rows in identifying_words(data).items():
+        assert text.count(word) >= rows, f"{word!r} is cut or missing"
+
+
+def render(data: dict[str, Any], width: int) -> str:
+    out = io.StringIO()
+    console.print_terminal(data, Console(file=out, width=width, color_system=None,
+                                         soft_wrap=True))
+    return out.getvalue()
+
+
+def test_parameters_stay_whole_at_80_columns() -> None:
+    data = build(open_run(RESULTS / GATE))
+    text = render(data, 80)
+    assert_uncut(text, data, 80)
+    # The two calls read apart, in the block tables and in the changes.
+    assert "call=lookup-plain," in text and "call=lookup-governed," in text
+    assert "call=lookup-…" not in text
+
+
+@pytest.mark.parametrize("width", [40, 60, 100, 150])
+def test_nothing_is_cut_at_any_width(width: int) -> None:
+    data = build(open_run(RESULTS / GATE))
+    text = render(data, width)
+    assert "…" not in text
+    assert max(cell_len(line) for line in text.splitlines() if line.startswith(TABLE_LINE)) \
+        <= width
+    if width >= 60:  # narrower, a word may fold across lines, but is still all there
+        assert_uncut(text, data, width)
+
+
+def test_a_label_longer_than_its_share_wraps_whole(tmp_path: Path) -> None:
+    run = generate(tmp_path, Spec(run_id="2026-11-11-synthetic-long-labels", labels={
+        "0.42.0": 1.0, "0.43.0+cache": 1.1, "0.43.0+cache+governor": 1.2}))
+    data = build(run)
+    text = render(data, 80)
+    assert_uncut(text, data, 80)
+    assert "0.43.0+cache+governor" in text
+
+
+def test_list_keeps_every_label_at_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    assert console.list_runs(RESULTS, Console(file=out, width=80, color_system=None)) == 0
+    text = out.getvalue()
+    assert "…" not in text and "0.43.0+cache" in text and GATE in text
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
+
+
+def test_report_through_a_pipe_keeps_parameters_whole() -> None:
+    proc = cli("bench.report", "--run", GATE)
+    assert proc.returncode == 0, proc.stderr
+    assert_uncut(proc.stdout, build(open_run(RESULTS / GATE)), 80)
+    assert "call=lookup-plain," in proc.stdout and "call=lookup-governed," in proc.stdout
+
+
+def test_list_through_a_pipe_keeps_labels_whole() -> None:
+    proc = cli("bench.list")
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout and "0.43.0+cache" in proc.stdout
+
+
+def test_demo_changes_at_80_columns_keep_their_rows() -> None:
+    data = build(open_run(DEMO), ("v1.0", "v1.1"))
+    text = render(data, 80)
+    assert_uncut(text, data, 80)
+    table = text.split("\nChanges")[1].split("\n- ")[0]
+    assert table.count("│ v1.1 vs v1.0 ") == len(data["changes"]["rows"])
+
+
+def test_fail_on_loss_through_the_command_line(tmp_path: Path) -> None:
+    generate(tmp_path, Spec(run_id="2026-11-09-synthetic-slower",
+                            labels={"base": 1.0, "change": 0.8}))
+    proc = cli("bench.report", "--results", str(tmp_path), "--fail-on", "loss")
+    losses = build(open_run(tmp_path / "2026-11-09-synthetic-slower"))["losses"]
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert losses and len(lines) == len(losses)
+    assert all(line.startswith("fail: clear loss: ") and "base→change" in line for line in lines)
+    assert "Traceback" not in proc.stderr and "Changes" in proc.stdout
+    assert any(line.startswith("fail: clear loss: callers call=lookup, callers=32 throughput "
+                               "(/s) base→change −") for line in lines)
+    bad = cli("bench.report", "--results", str(tmp_path), "--fail-on", "regression")
+    assert bad.returncode == 1 and bad.stderr.splitlines() == [
+        "error: --fail-on: unknown condition 'regression' — use --fail-on loss (exit 1 when "
+        "any change is a clear loss)"]
+
+
+def test_cite_through_the_command_line_links_only_with_a_site_url() -> None:
+    linked = cli("bench.cite", "sky-quick")  # mkdocs.yml has a site_url
+    assert linked.returncode == 0, linked.stderr
+    assert "/runs/2026-11-30-sky-quick/)" in linked.stdout.splitlines()[0]
+    assert "- quick run: the suite's reduced sizes, not its full measurement" in linked.stdout
+    bare = cli("bench.cite", "sky-quick", "--site-url", "")
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.splitlines()[0].endswith("— perfpages run `2026-11-30-sky-quick`")
