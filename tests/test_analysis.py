@@ -8,16 +8,8 @@ from pathlib import Path
 import pytest
 
 from perfpages import load
-from perfpages.analysis.method import (
-    Cell,
-    Change,
-    cell,
-    change,
-    check_comparable,
-    false_positive_rate,
-    format_percent,
-    format_range,
-)
+from perfpages.analysis.decision import Cell, Change, false_positive_rate
+from perfpages.analysis.method import cell, change, check_comparable, format_percent, format_range
 from perfpages.archive.reader import open_run
 from perfpages.errors import AnalysisError, ComparabilityError
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis.method import Change
+from perfpages.analysis.decision import Change
+from perfpages.analysis.method import format_percent
 from perfpages.archive.reader import open_run
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError, ComparabilityError
 from perfpages.site import lint
-from perfpages.site.claims import Conditions, shown_percent
+from perfpages.site.claims import Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
 from perfpages.site.page import protect, restore, split
@@ -59,22 +60,22 @@ def test_lint_skips_fenced_code_and_reports_lines() -> None:
     assert [(f.line, f.figure) for f in lint.check(text)] == [(7, "7 ms")]
 
 
-def test_claims_compare_what_the_page_displays(results: Path) -> None:
+def test_claims_decide_on_raw_values_not_on_printed_ones(results: Path) -> None:
     store = RunStore(results)
     pins = Pins({"d": store.get(DEMO)})
     conditions = Conditions(pins)
     (a, b), = pins.pairs("v1.0", "v1.1", metric="throughput", block="callers",
                          where={"call": "lookup"})
     change = Change("throughput", a.cell, b.cell)
-    printed = shown_percent(change)
+    printed = float(format_percent(change.percent).replace("−", "-").strip(" %+"))
     assert printed != change.percent  # the raw change has more digits than the page shows
-    holds = conditions.between(printed, printed, "v1.0", "v1.1", block="callers",
-                               where={"call": "lookup"})
-    assert holds.holds
-    step = 0.1 if abs(printed) < 10 else 1
-    misses = conditions.between(printed + step, printed + 2 * step, "v1.0", "v1.1",
-                                block="callers", where={"call": "lookup"})
-    assert not misses.holds and misses.expected.startswith("a change of v1.1 over v1.0 between")
+    raw = conditions.between(change.percent, change.percent, "v1.0", "v1.1", block="callers",
+                             where={"call": "lookup"})
+    assert raw.holds
+    rounded = conditions.between(printed, printed, "v1.0", "v1.1", block="callers",
+                                 where={"call": "lookup"})
+    assert not rounded.holds  # rounding for display never decides
+    assert rounded.expected.startswith("a change of v1.1 over v1.0 between")
 
 
 def test_overlap_and_direction(results: Path) -> None:

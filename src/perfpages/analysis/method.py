@@ -1,14 +1,12 @@
-"""The method's arithmetic: cells (median, range, n), changes and verdicts, comparability."""
+"""The method over a run's frame: cells and changes selected from it, how changes print, and
+whether runs may be compared. What counts as clear is decided in `perfpages.analysis.decision`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from math import comb
-from statistics import median
 from typing import TYPE_CHECKING, Any
 
-from perfpages.analysis.metric import info
+from perfpages.analysis.decision import Cell, Change
 from perfpages.archive.manifest import Manifest
 from perfpages.errors import AnalysisError, ComparabilityError
 
@@ -17,91 +15,6 @@ if TYPE_CHECKING:  # pandas is imported where a frame is used: a site build may 
 
 # The machine fingerprint keys that must match before two runs share a table or a claim.
 FINGERPRINT_KEYS = ("cpu", "cores", "memory_gib", "kernel", "python", "postgresql")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """The rounds of one (block, parameters, label, metric): median with its min–max range."""
-
-    values: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        if not self.values:
-            raise AnalysisError("a cell needs at least one round")
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def median(self) -> float:
-        return float(median(self.values))
-
-    @property
-    def min(self) -> float:
-        return min(self.values)
-
-    @property
-    def max(self) -> float:
-        return max(self.values)
-
-    def overlaps(self, other: Cell) -> bool:
-        return self.min <= other.max and other.min <= self.max
-
-
-def false_positive_rate(n: int, m: int | None = None) -> float:
-    """Chance that two samples of one distribution have disjoint ranges (either direction):
-    the Mann–Whitney U = 0 rule, 2 / C(n+m, n); 5 rounds each: 2/252 ≈ 0.8 %."""
-    m = n if m is None else m
-    return 2.0 / comb(n + m, n)
-
-
-@dataclass(frozen=True)
-class Change:
-    """other ÷ base for one metric, judged by the ranges-do-not-overlap rule."""
-
-    metric: str
-    base: Cell
-    other: Cell
-    min_rounds: int = 5
-
-    @property
-    def ratio(self) -> float:
-        return self.other.median / self.base.median if self.base.median else float("nan")
-
-    @property
-    def percent(self) -> float:
-        return (self.ratio - 1.0) * 100.0
-
-    @property
-    def enough_rounds(self) -> bool:
-        return min(self.base.n, self.other.n) >= self.min_rounds
-
-    @property
-    def separated(self) -> bool:
-        return not self.base.overlaps(self.other)
-
-    @property
-    def better(self) -> bool | None:
-        return info(self.metric).better(self.ratio)
-
-    @property
-    def clear(self) -> bool:
-        return self.enough_rounds and self.separated and self.better is not None
-
-    @property
-    def fpr(self) -> float:
-        return false_positive_rate(self.base.n, self.other.n)
-
-    @property
-    def verdict(self) -> str:
-        if not self.enough_rounds:
-            return f"too few rounds ({min(self.base.n, self.other.n)} < {self.min_rounds})"
-        if not self.separated:
-            return "ranges overlap"
-        if self.better is None:
-            return "ranges apart"
-        return "clear gain" if self.better else "clear loss"
 
 
 def format_percent(value: float) -> str:

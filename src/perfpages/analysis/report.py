@@ -9,15 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import saturation
-from perfpages.analysis.method import (
-    Cell,
-    Change,
-    check_comparable,
-    false_positive_rate,
-    format_percent,
-    format_range,
-)
+from perfpages.analysis import decision, saturation
+from perfpages.analysis.decision import Cell, Change, false_positive_rate
+from perfpages.analysis.method import check_comparable, format_percent, format_range
 from perfpages.analysis.metric import format_number, info
 from perfpages.archive import diagnostics
 from perfpages.archive.frame import load
@@ -176,7 +170,8 @@ def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
         out.append({"block": block, "metric": metric, "before": float(before.median()),
                     "after": float(after.median()), "min": float(rows_m["value"].min()),
                     "max": float(rows_m["value"].max()), "drift_percent": (ratio - 1) * 100,
-                    "flagged": abs(ratio - 1) > threshold})
+                    "flagged": decision.drifted(float(before.median()), float(after.median()),
+                                                threshold)})
     return out
 
 

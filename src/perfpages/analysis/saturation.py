@@ -5,11 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pandas loads only when knees() runs: claims read the constants alone
-    import pandas as pd
+from perfpages.analysis.decision import MIN_GAIN, P95_RISE, saturated
 
-MIN_GAIN = 0.10  # less than +10 % throughput for at least twice the clients …
-P95_RISE = 0.50  # … while p95 rises by more than 50 %: saturated
+if TYPE_CHECKING:  # pandas loads only when knees() runs
+    import pandas as pd
 
 
 def knees(frame: pd.DataFrame, min_gain: float = MIN_GAIN,
@@ -35,7 +34,7 @@ def knees(frame: pd.DataFrame, min_gain: float = MIN_GAIN,
             gain, rise = t2 / t1 - 1, l2 / l1 - 1
             out.append({"block": block, "label": label, "from": c1, "to": c2,
                         "throughput_change": gain * 100, "p95_change": rise * 100,
-                        "flagged": gain < min_gain and rise > p95_rise})
+                        "flagged": saturated(gain, rise, min_gain=min_gain, rise=p95_rise)})
     return out
 
 

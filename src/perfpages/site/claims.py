@@ -1,8 +1,8 @@
 """Claims: a sentence bound to a condition over the pinned data, checked at build and by pytest.
 
-Conditions compare what the page displays: medians and ranges rounded as the tables print them,
-changes rounded as `format_percent` prints them. So a claim never hinges on a digit the reader
-cannot see.
+Every condition is decided by `perfpages.analysis.decision` on raw values, exactly as the tables
+and `bench report` decide: a claim and the table beside it can never disagree. The messages
+print the figures as the page does.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis.method import Change, format_percent
+from perfpages.analysis import decision
+from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
+from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import format_number, format_value, info
-from perfpages.analysis.saturation import MIN_GAIN, P95_RISE
 from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
 from perfpages.site.macros import scale, verdict
@@ -49,16 +50,6 @@ class Claim:
                 f"{self.condition.expected}, data {self.condition.data}")
 
 
-def shown(value: float, digits: int | None = None) -> float:
-    """A value as the page prints it (format_number's rounding), back as a number."""
-    return float(format_number(value, digits).replace(",", ""))
-
-
-def shown_percent(change: Change) -> float:
-    return float(format_percent(change.percent).replace("−", "-").replace("±", "")
-                 .replace(" %", "").replace("+", ""))
-
-
 def _listing(items: list[str]) -> str:
     head = "; ".join(items[:MAX_ITEMS])
     more = len(items) - MAX_ITEMS
@@ -88,7 +79,7 @@ class Conditions:
     def faster(self, base: str, other: str, metric: str = "throughput", *, clear: bool = True,
                **filters: Any) -> Condition:
         """`other` better than `base` in every cell: a clear gain (ranges apart), or with
-        clear=False a better displayed median."""
+        clear=False a better median."""
         return self._direction(base, other, metric, clear, True, filters)
 
     def slower(self, base: str, other: str, metric: str = "throughput", *, clear: bool = True,
@@ -102,16 +93,7 @@ class Conditions:
             raise AnalysisError(f"{metric!r} has no better direction: use between() or overlap()")
         items, ok = [], True
         for f, c in self._changes(base, other, metric, filters):
-            a, b = shown(c.base.median), shown(c.other.median)
-            better = (b > a) == bool(info(metric).higher_is_better) and a != b
-            if clear:
-                lo_a, hi_a = shown(c.base.min), shown(c.base.max)
-                lo_b, hi_b = shown(c.other.min), shown(c.other.max)
-                apart = hi_a < lo_b or hi_b < lo_a
-                good = apart and better == gain and c.enough_rounds
-            else:
-                good = better == gain and a != b
-            ok &= good
+            ok &= c.better is gain and (c.clear or not clear)
             items.append(f"{_where(f)}: {format_percent(c.percent)} ({verdict(c)})")
         word = "gain" if gain else "loss"
         expected = (f"a clear {word} of {other} over {base} in every cell" if clear else
@@ -120,10 +102,10 @@ class Conditions:
 
     def between(self, low: float, high: float, base: str, other: str,
                 metric: str = "throughput", **filters: Any) -> Condition:
-        """Every cell's change of `other` over `base`, as printed, within [low, high] percent."""
+        """Every cell's change of `other` over `base` within [low, high] percent."""
         items, ok = [], True
         for f, c in self._changes(base, other, metric, filters):
-            ok &= low <= shown_percent(c) <= high
+            ok &= decision.within(c.percent, low, high)
             items.append(f"{_where(f)}: {format_percent(c.percent)}")
         return Condition(ok, f"a change of {other} over {base} between "
                              f"{format_percent(low)} and {format_percent(high)} ({metric})",
@@ -147,7 +129,7 @@ class Conditions:
         items, ok = [], True
         for f in self.pins.select(metric=metric, **filters):
             value = getattr(f.cell, stat) * factor
-            ok &= shown(value, digits) < limit if below else shown(value, digits) > limit
+            ok &= decision.beyond(value, limit, below=below)
             items.append(f"{f.describe()}: {format_value(value, shown_unit, digits)}")
         word = "below" if below else "above"
         what = metric if stat == "median" else f"{metric} ({stat} of the rounds)"
@@ -156,12 +138,10 @@ class Conditions:
 
     def overlap(self, base: str, other: str, metric: str = "throughput",
                 **filters: Any) -> Condition:
-        """The ranges of `base` and `other` overlap (as printed) in every cell."""
+        """The ranges of `base` and `other` overlap in every cell."""
         items, ok = [], True
         for f, c in self._changes(base, other, metric, filters):
-            lo_a, hi_a = shown(c.base.min), shown(c.base.max)
-            lo_b, hi_b = shown(c.other.min), shown(c.other.max)
-            ok &= lo_a <= hi_b and lo_b <= hi_a
+            ok &= not c.separated
             items.append(f"{_where(f)}: {format_number(c.base.min)}–{format_number(c.base.max)}"
                          f" vs {format_number(c.other.min)}–{format_number(c.other.max)}")
         return Condition(ok, f"the ranges of {base} and {other} overlap in every cell "
@@ -187,7 +167,7 @@ class Conditions:
 
             gain = Change("throughput", at("throughput", low), at("throughput", high))
             rise = Change("p95", at("p95", low), at("p95", high))
-            ok &= shown_percent(gain) < MIN_GAIN * 100 and shown_percent(rise) > P95_RISE * 100
+            ok &= decision.saturated(gain.ratio - 1, rise.ratio - 1)
             items.append(f"{f.describe('parameters')}: throughput {format_percent(gain.percent)}"
                          f", p95 {format_percent(rise.percent)}")
         return Condition(ok, f"from {x}={text(low)} to {x}={text(high)}, "

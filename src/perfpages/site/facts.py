@@ -17,7 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis.method import Cell, false_positive_rate, format_percent
+from perfpages.analysis import decision
+from perfpages.analysis.decision import Cell, false_positive_rate
+from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
@@ -94,10 +96,7 @@ class Drift:
 
     @property
     def flagged(self) -> bool:
-        """Beyond the threshold, compared as printed (format_percent's rounding)."""
-        shown = float(format_percent(self.percent).replace("−", "-").replace("±", "")
-                      .replace(" %", ""))
-        return abs(shown) > self.threshold * 100
+        return decision.drifted(self.before.median, self.after.median, self.threshold)
 
     def describe(self) -> str:
         unit = info(self.metric).unit

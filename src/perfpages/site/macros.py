@@ -10,7 +10,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from perfpages.analysis.method import Cell, Change, format_percent, format_range
+from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.method import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError

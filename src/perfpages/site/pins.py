@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis.method import Cell, check_comparable
+from perfpages.analysis.decision import Cell
+from perfpages.analysis.method import check_comparable
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site.store import Loaded, RunStore
 
