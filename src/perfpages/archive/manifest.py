@@ -169,6 +169,9 @@ class Manifest:
     ended: str | None = None
     files: dict[str, str] = field(default_factory=dict)
     format_version: int = schema.FORMAT_VERSION
+    # The git repository holding the suites: commit (None outside git) and dirty; older runs
+    # did not record it.
+    suite_repository: dict[str, Any] | None = None
 
     @property
     def date(self) -> str:
@@ -183,6 +186,8 @@ class Manifest:
             "suite": self.suite, "title": self.title, "scope": self.scope, "status": self.status,
             "started": self.started, "ended": self.ended, "command": self.command,
             "harness": dict(self.harness),
+            **({"suite_repository": dict(self.suite_repository)}
+               if self.suite_repository is not None else {}),
             "labels": {name: label.to_json() for name, label in self.labels.items()},
             "method": self.method.to_json(),
             "blocks": {name: block.to_json() for name, block in self.blocks.items()},
@@ -223,4 +228,5 @@ class Manifest:
                    status=data["status"], started=data["started"], command=data["command"],
                    harness=data["harness"], labels=labels, method=method,
                    machine=data["machine"], blocks=blocks, ended=data.get("ended"),
-                   files=data.get("files", {}), format_version=data["format_version"])
+                   files=data.get("files", {}), format_version=data["format_version"],
+                   suite_repository=data.get("suite_repository"))
