@@ -12,6 +12,7 @@ import pytest
 from perfpages.archive.manifest import Pin
 from perfpages.errors import PerfpagesError
 from perfpages.run import builds as build
+from perfpages.run.runner import redact_command
 from perfpages.run.suite import LabelSpec
 
 PYPROJECT = """[build-system]
@@ -160,3 +161,10 @@ def test_a_recorded_git_pin_never_shows_a_path_or_a_secret(repository: str, show
     assert Pin("git", repository=repository, ref=sha[:7], commit=sha).describe() == \
         f"{shown} @ {sha}"
 
+
+def test_a_pin_url_in_the_command_line_is_archived_without_its_token() -> None:
+    command = ("perfpages bench.run --pin b=git+https://ghp_s3cret@example.org/o/r.git@v1 "
+               "--pin=c=git+https://u:s3cret@example.org/o/r.git@v2 --dsn postgresql://bob:pw@h/db")
+    assert redact_command(command) == (
+        "perfpages bench.run --pin b=git+https://example.org/o/r.git@v1 "
+        "--pin=c=git+https://example.org/o/r.git@v2 --dsn postgresql://bob@h/db")
