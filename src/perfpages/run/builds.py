@@ -149,7 +149,7 @@ def resolve_commit(repository: str, ref: str, label: str = "?") -> tuple[str, Pa
              f"cannot clone {source}")
         (tmp / "m").rename(mirror)
         shutil.rmtree(tmp, ignore_errors=True)
-    commit = _rev_parse(mirror, ref)
+    commit = None if ref.startswith("-") else _rev_parse(mirror, ref)  # a ref, never an option
     # The mirror follows branches and tags only: a pull request's head (refs/pull/N/head, or a
     # detached CI checkout's SHA) is fetched by name when asked for.
     if commit is None and not ref.startswith("-") and subprocess.run(
@@ -164,8 +164,7 @@ def resolve_commit(repository: str, ref: str, label: str = "?") -> tuple[str, Pa
 
 def _rev_parse(mirror: Path, ref: str) -> str | None:
     done = subprocess.run(["git", "-C", str(mirror), "rev-parse", "--verify", "--quiet",
-                           "--end-of-options", f"{ref}^{{commit}}"], capture_output=True,
-                          text=True)
+                           f"{ref}^{{commit}}"], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
 
 
