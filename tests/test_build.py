@@ -1,14 +1,18 @@
-"""Pinned builds: a throwaway git repository with two commits, and pins that cannot resolve."""
+"""Pinned builds: a throwaway git repository with two commits, pins that cannot resolve, and how
+a git pin is shown."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from perfpages.archive.manifest import Pin
 from perfpages.errors import PerfpagesError
 from perfpages.run import builds as build
+from perfpages.run.runner import redact_command
 from perfpages.run.suite import LabelSpec
 
 PYPROJECT = """[build-system]
@@ -29,22 +33,29 @@ def git(repo: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
+def commit_version(path: Path, version: str) -> str:
+    """Commit tinypkg at `version` on the current branch (or detached HEAD); its SHA."""
+    (path / "tinypkg").mkdir(exist_ok=True)
+    (path / "tinypkg" / "__init__.py").write_text(f"VERSION = {version!r}\n")
+    (path / "pyproject.toml").write_text(PYPROJECT.format(version=version))
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", f"version {version}")
+    return git(path, "rev-parse", "HEAD")
+
+
+def package_repo(path: Path, versions: tuple[str, ...] = ("1.0", "2.0")) -> list[str]:
+    """A local package repository with one commit per version on `main`; their SHAs."""
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@example.org")
+    git(path, "config", "user.name", "test")
+    return [commit_version(path, version) for version in versions]
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """A local package whose VERSION differs between its two commits."""
     path = tmp_path_factory.mktemp("tinypkg-repo")
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@example.org")
-    git(path, "config", "user.name", "test")
-    commits = []
-    for version in ("1.0", "2.0"):
-        (path / "tinypkg").mkdir(exist_ok=True)
-        (path / "tinypkg" / "__init__.py").write_text(f"VERSION = {version!r}\n")
-        (path / "pyproject.toml").write_text(PYPROJECT.format(version=version))
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", f"version {version}")
-        commits.append(git(path, "rev-parse", "HEAD"))
-    return path, commits
+    return path, package_repo(path)
 
 
 def installed_version(b: build.Build) -> str:
@@ -93,3 +104,67 @@ def test_version_that_does_not_exist_is_one_line() -> None:
 def test_a_pin_must_be_exact(requirement: str) -> None:
     with pytest.raises(PerfpagesError, match="not an exact pin"):
         build.resolve(LabelSpec("x", package=requirement))
+
+
+def test_a_git_pin_is_shown_by_its_name_with_its_sha_once(repo: tuple[Path, list[str]]) -> None:
+    path, (first, second) = repo
+    by_sha = build.resolve(LabelSpec("old", git=str(path), ref=first)).label.pin
+    assert by_sha.repository == str(path.resolve()) and by_sha.remote == path.name
+    assert by_sha.describe() == f"{path.name} @ {first}"  # the ref is the SHA: shown once
+    by_branch = build.resolve(LabelSpec("new", git=str(path), ref="main")).label.pin
+    assert by_branch.describe() == f"{path.name} @ {second} (main)"
+    assert str(path.parent) not in by_sha.describe() + by_branch.describe()
+
+
+def test_a_local_checkout_is_shown_by_its_origin_url(repo: tuple[Path, list[str]],
+                                                     tmp_path: Path) -> None:
+    path, (first, _) = repo
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(path), str(clone))
+    git(clone, "remote", "set-url", "origin", "https://user:s3cret@example.org/org/tinypkg.git")
+    pin = build.resolve(LabelSpec("x", git=str(clone), ref=first[:12])).label.pin
+    assert pin.remote == "https://example.org/org/tinypkg.git"
+    assert pin.describe() == f"https://example.org/org/tinypkg.git @ {first}"
+    assert "s3cret" not in json.dumps(pin.to_json())
+
+
+def test_a_ref_the_mirror_does_not_follow_is_fetched(repo: tuple[Path, list[str]]) -> None:
+    """A pull request's head (refs/pull/N/head, or a detached CI checkout) is on no branch."""
+    path, (_, second) = repo
+    build.resolve(LabelSpec("base", git=str(path), ref="main"))  # the mirror exists from here
+    git(path, "checkout", "-q", "--detach")
+    try:
+        pulled = commit_version(path, "3.0")
+        git(path, "update-ref", "refs/pull/1/head", pulled)
+        detached = commit_version(path, "4.0")  # on no ref at all
+    finally:
+        git(path, "checkout", "-q", "main")
+    by_ref = build.resolve(LabelSpec("head", git=str(path), ref="refs/pull/1/head"))
+    assert by_ref.label.pin.commit == pulled and installed_version(by_ref) == "3.0"
+    by_sha = build.resolve(LabelSpec("head", git=str(path), ref=detached))
+    assert by_sha.label.pin.commit == detached and installed_version(by_sha) == "4.0"
+    git(path, "update-ref", "-d", "refs/pull/1/head")
+    assert git(path, "rev-parse", "main") == second  # the other tests' repository is as it was
+
+
+@pytest.mark.parametrize(("repository", "shown"), [
+    ("/home/alice/src/service", "service"),  # an older run's local path: its name only
+    ("file:///home/alice/src/service.git", "service.git"),
+    ("https://x-token:s3cret@example.org/org/service.git", "https://example.org/org/service.git"),
+    ("https://ghp_s3cret@example.org/org/service.git", "https://example.org/org/service.git"),
+    ("git@example.org:org/service.git", "git@example.org:org/service.git"),
+])
+def test_a_recorded_git_pin_never_shows_a_path_or_a_secret(repository: str, shown: str) -> None:
+    sha = "ab" * 20
+    pin = Pin("git", repository=repository, ref="v1.2", commit=sha)
+    assert pin.describe() == f"{shown} @ {sha} (v1.2)"
+    assert Pin("git", repository=repository, ref=sha[:7], commit=sha).describe() == \
+        f"{shown} @ {sha}"
+
+
+def test_a_pin_url_in_the_command_line_is_archived_without_its_token() -> None:
+    command = ("perfpages bench.run --pin b=git+https://ghp_s3cret@example.org/o/r.git@v1 "
+               "--pin=c=git+https://u:s3cret@example.org/o/r.git@v2 --dsn postgresql://bob:pw@h/db")
+    assert redact_command(command) == (
+        "perfpages bench.run --pin b=git+https://example.org/o/r.git@v1 "
+        "--pin=c=git+https://example.org/o/r.git@v2 --dsn postgresql://bob@h/db")

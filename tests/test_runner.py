@@ -18,7 +18,7 @@ from perfpages.archive.window import Window
 from perfpages.errors import PerfpagesError
 from perfpages.run import suite as suite_module
 from perfpages.run.postgres import free_port, leftover_servers
-from perfpages.run.runner import Options, run
+from perfpages.run.runner import Options, parse_assignments, run
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,3 +291,111 @@ def test_a_broken_suite_module_is_one_line_with_its_line(tmp_path: Path, source:
     where = f"{tmp_path / 'broken.py'}:{line}: " if line else f"{tmp_path / 'broken.py'}: "
     assert str(caught.value).startswith(where) and needle in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+# ---- --ref and --pin: another build for a label without editing the suite -------------------
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A throwaway git repository of a tiny package: versions 1.0 and 2.0 on main."""
+    from test_build import package_repo
+
+    path = tmp_path_factory.mktemp("tinypkg")
+    return path, package_repo(path)
+
+
+@pytest.mark.parametrize(("refs", "pins", "resume", "needle"), [
+    ({"zz": "main"}, {}, None, "--ref: this run has no label 'zz' — choose among: a, b"),
+    ({"a": "main"}, {}, None, "--ref: label 'a' is not pinned to a git repository"),
+    ({}, {"b": "six"}, None, "--pin: b='six' is neither an exact package pin nor a git pin"),
+    ({}, {"b": "git+/no/ref"}, None, "--pin: b='git+/no/ref' is not git+REPO@REF"),
+    ({"b": "main"}, {"b": "git+/x@main"}, None, "--ref: label 'b' is given both --pin and --ref"),
+    ({"a": "main"}, {}, "2026-01-01-tiny", "--ref: a resumed run cannot change its pins"),
+])
+def test_ref_and_pin_mistakes_are_one_line(tmp_path: Path, refs: dict[str, str],
+                                           pins: dict[str, str], resume: str | None,
+                                           needle: str) -> None:
+    with pytest.raises(PerfpagesError) as err:
+        run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, refs=refs, pins=pins,
+                    resume=resume), quiet())
+    assert str(err.value).startswith(needle) and "\n" not in str(err.value)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("values", [["a"], ["=main"], ["a="], ["a=x", "a=y"]])
+def test_malformed_assignments_are_one_line(values: list[str]) -> None:
+    with pytest.raises(PerfpagesError) as err:
+        parse_assignments(values, "--ref")
+    assert str(err.value).startswith("--ref: ") and "\n" not in str(err.value)
+
+
+def test_pins_replace_the_labels_builds(tmp_path: Path, package: tuple[Path, list[str]]) -> None:
+    repo, (first, second) = package
+    run_dir = run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, rounds=1,
+                          pins={"a": f"git+{repo}@{first}", "b": f"git+{repo}@main"}), quiet())
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete" and all(w.status == "ok" for w in r.windows)
+    a, b = r.manifest.labels["a"], r.manifest.labels["b"]
+    assert (a.pin.commit, a.pin.ref, b.pin.commit, b.pin.ref) == (first, first, second, "main")
+    assert a.pin.describe() == f"{repo.name} @ {first}"  # no local path, the SHA once
+    assert b.pg_settings == {"work_mem": "8MB"}  # the rest of the label is the suite's
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or None
+    assert r.manifest.suite_repository is not None
+    assert r.manifest.suite_repository["commit"] == head == r.manifest.harness["commit"]
+    assert leftover_servers() == []
+
+
+GIT_PINNED = '''
+import dataclasses, sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tiny
+
+def suite(quick):
+    base = tiny.suite(quick)
+    return dataclasses.replace(base, labels=(dataclasses.replace(
+        base.labels[0], git={repo!r}, ref="main"),) + base.labels[1:])
+'''
+
+
+def test_ref_through_the_command_line(tmp_path: Path, package: tuple[Path, list[str]]) -> None:
+    """A suite repository of its own (not perfpages'), a git-pinned label moved to another
+    commit by --ref: run.json names both repositories' commits, apart."""
+    repo, (first, _) = package
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    shutil.copy(BENCHMARKS / "tiny.py", suites)
+    shutil.copytree(BENCHMARKS / "tiny", suites / "tiny")
+    (suites / "pinned.py").write_text(GIT_PINNED.format(repo=str(repo)))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m",
+                  "suites"]):
+        subprocess.run(["git", "-C", str(suites), *args], check=True, capture_output=True)
+    suite_head = subprocess.run(["git", "-C", str(suites), "rev-parse", "HEAD"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+    done = invoke("--suite", "pinned", "--suites", str(suites), "--labels", "a", "--rounds", "1",
+                  "--seed", "5", "--ref", f"a={first[:12]}", results=tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+    m = read_manifest(next((tmp_path / "r").iterdir()))
+    assert m.status == "complete" and (m.method.rounds, m.method.seed) == (1, 5)
+    assert (m.labels["a"].pin.commit, m.labels["a"].pin.ref) == (first, first[:12])
+    assert m.labels["a"].pin.describe() == f"{repo.name} @ {first}"
+    assert m.suite_repository == {"commit": suite_head, "dirty": False}
+    assert m.harness["commit"] != suite_head and f"--ref a={first[:12]}" in m.command
+    assert leftover_servers() == []
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--ref", "a"], "error: --ref: 'a' is not LABEL=VALUE"),
+    (["--pin", "a=six==1.16.0", "--pin", "a=six==1.17.0"],
+     "error: --pin: label 'a' is given twice"),
+    (["--ref", "zz=main"], "error: --ref: this run has no label 'zz'"),
+    (["--rounds", "two"], "error: --rounds: 'two' is not a whole number"),
+])
+def test_ref_pin_and_number_mistakes_on_the_command_line(tmp_path: Path, args: list[str],
+                                                          needle: str) -> None:
+    done = invoke("--suite", "tiny", *args, results=tmp_path)
+    assert done.returncode == 1 and done.stderr.startswith(needle), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())

@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from perfpages.archive import schema
 from perfpages.errors import ArchiveError
 
 Status = Literal["running", "partial", "complete", "failed"]
 Scope = Literal["full", "quick", "test", "synthetic"]
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+SHA_PREFIX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+
+
+def is_local(repository: str) -> bool:
+    """git's rule: `scheme://…` is a URL (file:// a local one), `host:path` with no slash before
+    the colon is ssh, anything else is a path."""
+    scheme = SCHEME.match(repository)
+    if scheme:
+        return scheme.group(1).lower() == "file"
+    return ":" not in repository.split("/", 1)[0]
+
+
+def shown_repository(repository: str) -> str:
+    """A repository as it may be shown or published: a URL without its user and password (a
+    token hides there), a local path by its directory's name only (a path names a user)."""
+    if is_local(repository):
+        path = urlsplit(repository).path if SCHEME.match(repository) else repository
+        return PurePosixPath(path).name or repository
+    return without_credentials(repository)
+
+
+def without_credentials(url: str) -> str:
+    """A `scheme://` URL without its user and password; anything else as it is."""
+    parts = urlsplit(url)
+    if SCHEME.match(url) and "@" in parts.netloc:
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return url
 
 
 @dataclass(frozen=True)
@@ -26,13 +56,20 @@ class Pin:
     commit: str = ""
     subdirectory: str = ""
     note: str = ""
+    remote: str = ""  # git: the repository as shown (see shown_repository); "" in older runs
 
     def describe(self) -> str:
+        """The pin as every page, report and citation shows it."""
         if self.kind == "package":
             hashes = ", ".join(f"{n} sha256:{h[:12]}" for n, h in sorted(self.artifacts.items()))
             return f"{self.requirement} ({hashes})" if hashes else self.requirement
         if self.kind == "git":
-            return f"{self.repository} @ {self.commit} ({self.ref})"
+            where = self.remote or shown_repository(self.repository)
+            # A ref that is the commit (or its abbreviation) would print the SHA twice.
+            same = SHA_PREFIX.match(self.ref) and self.commit.startswith(self.ref.lower())
+            ref = f" ({self.ref})" if self.ref and not same else ""
+            sub = f", subdirectory {self.subdirectory}" if self.subdirectory else ""
+            return f"{where} @ {self.commit}{ref}{sub}"
         return self.note or "nothing installed"
 
     def to_json(self) -> dict[str, Any]:
@@ -44,6 +81,8 @@ class Pin:
                                    "commit": self.commit}
             if self.subdirectory:
                 out["subdirectory"] = self.subdirectory
+            if self.remote:
+                out["remote"] = self.remote
             return out
         return {"kind": "none", "note": self.note} if self.note else {"kind": "none"}
 
@@ -130,6 +169,9 @@ class Manifest:
     ended: str | None = None
     files: dict[str, str] = field(default_factory=dict)
     format_version: int = schema.FORMAT_VERSION
+    # The git repository holding the suites: commit (None outside git) and dirty; older runs
+    # did not record it.
+    suite_repository: dict[str, Any] | None = None
 
     @property
     def date(self) -> str:
@@ -144,6 +186,8 @@ class Manifest:
             "suite": self.suite, "title": self.title, "scope": self.scope, "status": self.status,
             "started": self.started, "ended": self.ended, "command": self.command,
             "harness": dict(self.harness),
+            **({"suite_repository": dict(self.suite_repository)}
+               if self.suite_repository is not None else {}),
             "labels": {name: label.to_json() for name, label in self.labels.items()},
             "method": self.method.to_json(),
             "blocks": {name: block.to_json() for name, block in self.blocks.items()},
@@ -184,4 +228,5 @@ class Manifest:
                    status=data["status"], started=data["started"], command=data["command"],
                    harness=data["harness"], labels=labels, method=method,
                    machine=data["machine"], blocks=blocks, ended=data.get("ended"),
-                   files=data.get("files", {}), format_version=data["format_version"])
+                   files=data.get("files", {}), format_version=data["format_version"],
+                   suite_repository=data.get("suite_repository"))

@@ -59,7 +59,24 @@ def _program() -> str:
     return name
 
 
-@task(help={"suite": "suite name: SUITES/NAME.py",
+def _integer(text: str | int | None, flag: str, minimum: int | None = None) -> int | None:
+    """invoke types an option by its default (None here): `--rounds 3` arrives as "3"."""
+    from perfpages.errors import PerfpagesError
+
+    if text is None:
+        return None
+    try:
+        value: int | None = int(text)
+    except ValueError:
+        value = None
+    if value is None or (minimum is not None and value < minimum):
+        at_least = f" of at least {minimum}" if minimum is not None else ""
+        raise PerfpagesError(f"{text!r} is not a whole number{at_least}", key=flag,
+                             fix=f"write {flag} N")
+    return value
+
+
+@task(iterable=["ref", "pin"], help={"suite": "suite name: SUITES/NAME.py",
             "labels": "only these labels, comma-separated",
             "blocks": "only these blocks, comma-separated",
             "rounds": "rounds (default: the suite's)",
@@ -68,18 +85,25 @@ def _program() -> str:
             "dsn": "an external server, postgresql://USER[:PASSWORD]@HOST:PORT/DB "
                    "(the password is never archived)",
             "seed": "seed of the label order (default: random, always recorded)",
+            "ref": "LABEL=REF: build this git-pinned label at REF (repeatable)",
+            "pin": "LABEL=SPEC: replace the label's pin with name==version or git+REPO@REF "
+                   "(repeatable)",
             "results": RESULTS_HELP, "suites": SUITES_HELP})
 def run(c: Context, suite: str | None = None, labels: str | None = None,
         blocks: str | None = None, rounds: int | None = None, quick: bool = False,
         resume: str | None = None, dsn: str | None = None, seed: int | None = None,
-        results: str | None = None, suites: str | None = None) -> None:
+        results: str | None = None, suites: str | None = None,
+        ref: list[str] | None = None, pin: list[str] | None = None) -> None:
     """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
-    from perfpages.run.runner import Options
+    from perfpages.run.runner import Options, parse_assignments
 
     s = _settings(results, suites)
+    refs, pins, rounds, seed = _guard(lambda: (
+        parse_assignments(ref or [], "--ref"), parse_assignments(pin or [], "--pin"),
+        _integer(rounds, "--rounds", minimum=1), _integer(seed, "--seed")))
     opts = Options(suite=suite, benchmarks=s.suites, results=s.results,
                    labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
-                   resume=resume, dsn=dsn, seed=seed,
+                   resume=resume, dsn=dsn, seed=seed, refs=refs, pins=pins,
                    command=" ".join([_program(), *sys.argv[1:]]))
     _command(lambda cmd, out: cmd.run_suite(opts, out))
 

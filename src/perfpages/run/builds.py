@@ -7,7 +7,8 @@
 - neither: nothing is installed (the suite measures PostgreSQL itself).
 
 Venvs live under the cache (never the checkout, never /root), keyed by the resolved pin, so a
-second run with the same pins reuses them. The harness always runs from the current checkout.
+second run with the same pins reuses them. The harness itself is whatever perfpages is installed
+(run/machine.py records its version and commit).
 """
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from perfpages.archive.manifest import Label, Pin
+from perfpages.archive.manifest import (
+    Label,
+    Pin,
+    is_local,
+    shown_repository,
+    without_credentials,
+)
 from perfpages.archive.reader import sha256_file
 from perfpages.errors import PerfpagesError
 from perfpages.run.postgres import cache_dir, embedded_binaries
@@ -141,21 +149,45 @@ def resolve_commit(repository: str, ref: str, label: str = "?") -> tuple[str, Pa
              f"cannot clone {source}")
         (tmp / "m").rename(mirror)
         shutil.rmtree(tmp, ignore_errors=True)
-    done = subprocess.run(["git", "-C", str(mirror), "rev-parse", "--verify", "--quiet",
-                           f"{ref}^{{commit}}"], capture_output=True, text=True)
-    if done.returncode != 0:
+    commit = None if ref.startswith("-") else _rev_parse(mirror, ref)  # a ref, never an option
+    # The mirror follows branches and tags only: a pull request's head (refs/pull/N/head, or a
+    # detached CI checkout's SHA) is fetched by name when asked for.
+    if commit is None and not ref.startswith("-") and subprocess.run(
+            ["git", "-C", str(mirror), "fetch", "--quiet", "origin", ref],
+            capture_output=True).returncode == 0:
+        commit = _rev_parse(mirror, "FETCH_HEAD")
+    if commit is None:
         raise _fail(label, "ref", f"no commit {ref!r} in {source}",
                     "name a branch, tag or commit that exists")
-    return done.stdout.strip(), mirror
+    return commit, mirror
+
+
+def _rev_parse(mirror: Path, ref: str) -> str | None:
+    done = subprocess.run(["git", "-C", str(mirror), "rev-parse", "--verify", "--quiet",
+                           f"{ref}^{{commit}}"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _remote(repository: str) -> str:
+    """How a git pin's repository is shown: a local checkout by its `origin` URL (else by its
+    directory's name), a URL without credentials: never a local path."""
+    if not is_local(repository):
+        return shown_repository(repository)
+    path = urlsplit(repository).path if "://" in repository else repository  # file://
+    done = subprocess.run(["git", "-C", path, "remote", "get-url", "origin"],
+                          capture_output=True, text=True)
+    origin = done.stdout.strip() if done.returncode == 0 else ""
+    return shown_repository(origin or repository)
 
 
 def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     ref = recorded.commit if recorded is not None and recorded.commit else spec.ref
     commit, mirror = resolve_commit(spec.git, ref, spec.name)
     local = Path(spec.git).expanduser()
-    repository = str(local.resolve()) if local.exists() else spec.git
+    # A token in a URL never reaches the archive; a local path is kept (replays on this machine).
+    repository = str(local.resolve()) if local.exists() else without_credentials(spec.git)
     pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
-              subdirectory=spec.subdirectory)
+              subdirectory=spec.subdirectory, remote=_remote(repository))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
                                          "subdirectory": spec.subdirectory})
     if (venv / MARKER).exists():

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psycopg
@@ -35,13 +36,13 @@ from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.run import collect, machine, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step
-from perfpages.run.builds import Build
+from perfpages.run.builds import REQUIREMENT, Build
 from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters
 from perfpages.run.httpblock import HttpBlocks
 from perfpages.run.postgres import Server, redact
 from perfpages.run.sqlblock import PgbenchBlocks
-from perfpages.run.suite import BlockSpec, HttpBlockSpec, Suite, load
+from perfpages.run.suite import BlockSpec, HttpBlockSpec, LabelSpec, Suite, load
 
 
 @dataclass
@@ -58,6 +59,76 @@ class Options:
     seed: int | None = None
     command: str = ""
     on_window: Callable[[Window], None] | None = None  # called after each archived window
+    refs: dict[str, str] = field(default_factory=dict)  # label -> ref of its git pin (--ref)
+    pins: dict[str, str] = field(default_factory=dict)  # label -> its new pin (--pin)
+
+
+BAD_REF = re.compile(r"[\s:~^?*\[\\]")
+
+
+def parse_assignments(values: list[str], flag: str) -> dict[str, str]:
+    """`LABEL=VALUE` flags, repeated, as a dict (a malformed or repeated one: one line)."""
+    out: dict[str, str] = {}
+    for text in values:
+        label, sep, value = text.partition("=")
+        label, value = label.strip(), value.strip()
+        if not sep or not label or not value:
+            raise PerfpagesError(f"{text!r} is not LABEL=VALUE", key=flag,
+                                 fix=f"write {flag} LABEL={'REF' if flag == '--ref' else 'SPEC'}")
+        if label in out:
+            raise PerfpagesError(f"label {label!r} is given twice", key=flag,
+                                 fix=f"give one {flag} per label")
+        out[label] = value
+    return out
+
+
+def _pin_fields(label: str, spec: str) -> dict[str, str]:
+    """A `--pin` value as LabelSpec fields: `name==version`, or `git+REPO@REF` as pip writes it
+    (with an optional `#subdirectory=DIR`)."""
+    fix = "write --pin LABEL=name==version or --pin LABEL=git+REPO@REF"
+    if not spec.startswith("git+"):
+        if not REQUIREMENT.match(spec):
+            raise PerfpagesError(f"{label}={spec!r} is neither an exact package pin nor a git "
+                                 "pin", key="--pin", fix=fix)
+        return {"package": spec, "git": "", "ref": "HEAD", "subdirectory": ""}
+    body, _, fragment = spec.removeprefix("git+").partition("#")
+    # The ref follows the last '@' after the host (a URL's user@ comes before it).
+    path = max(body.find("/", body.index("://") + 3), 0) if "://" in body else 0
+    repo, _, ref = body.rpartition("@") if "@" in body[path:] else ("", "", "")
+    sub = fragment.removeprefix("subdirectory=") if fragment.startswith("subdirectory=") else ""
+    # A git ref holds no ':', space or '~^?*[\\' and never starts with '-'.
+    if not (repo and ref) or BAD_REF.search(ref) or ref.startswith("-") or (fragment and not sub):
+        raise PerfpagesError(f"{label}={spec!r} is not git+REPO@REF[#subdirectory=DIR]",
+                             key="--pin", fix=fix)
+    return {"package": "", "git": repo, "ref": ref, "subdirectory": sub}
+
+
+def override(suite: Suite, refs: dict[str, str], pins: dict[str, str]) -> Suite:
+    """The suite with `--pin` and `--ref` applied to its (selected) labels."""
+    known = [x.name for x in suite.labels]
+    for flag, given in (("--pin", pins), ("--ref", refs)):
+        for name in given:
+            if name not in known:
+                raise PerfpagesError(f"this run has no label {name!r}", key=flag,
+                                     fix=f"choose among: {', '.join(known)}")
+    labels: list[LabelSpec] = []
+    for spec in suite.labels:
+        if spec.name in pins and spec.name in refs:
+            raise PerfpagesError(f"label {spec.name!r} is given both --pin and --ref",
+                                 key="--ref", fix="put the ref in the pin: git+REPO@REF")
+        if spec.name in pins:
+            spec = replace(spec, **_pin_fields(spec.name, pins[spec.name]))
+        elif spec.name in refs:
+            if not spec.git:
+                raise PerfpagesError(f"label {spec.name!r} is not pinned to a git repository",
+                                     key="--ref", fix=f"replace its pin instead: --pin "
+                                                      f"{spec.name}=git+REPO@REF")
+            if refs[spec.name].startswith("-"):
+                raise PerfpagesError(f"{refs[spec.name]!r} is not a ref", key="--ref",
+                                     fix="name a branch, tag or commit")
+            spec = replace(spec, ref=refs[spec.name])
+        labels.append(spec)
+    return replace(suite, labels=tuple(labels))
 
 
 def _interrupted(run_id: str, suite: str) -> Interrupted:
@@ -99,6 +170,10 @@ class Runner:
     # ---- setup -------------------------------------------------------------------------
     def load_suite(self) -> tuple[Suite, Manifest | None]:
         o = self.opts
+        if o.resume and (o.refs or o.pins):
+            flag = "--ref" if o.refs else "--pin"
+            raise PerfpagesError("a resumed run cannot change its pins", key=flag,
+                                 fix=f"drop {flag}: a resumed run keeps its recorded pins")
         if o.resume:
             run_dir = resolve(o.results, o.resume)
             manifest = read_manifest(run_dir)
@@ -115,7 +190,7 @@ class Runner:
         if not o.suite:
             raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
         suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
-        return suite, None
+        return override(suite, o.refs, o.pins), None
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
@@ -186,7 +261,10 @@ class Runner:
             id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
             started=utc_now(), command=redact_command(o.command),
-            harness=machine.harness(Path(__file__).resolve().parent), labels=labels,
+            harness=machine.harness(),
+            suite_repository=machine.repository(o.benchmarks,
+                                                (o.benchmarks / f"{suite.name}.py",)),
+            labels=labels,
             method=Method(rounds=o.rounds or suite.rounds, order=suite.order, seed=seed,
                           warmup_s=suite.warmup_s, window_s=suite.window_s,
                           min_rounds=suite.min_rounds, drift_threshold=suite.drift_threshold,
@@ -268,7 +346,12 @@ class Runner:
         writer.write_file(f"{base}/summary.json", json.dumps(data, indent=2) + "\n")
 
 
+GIT_URL_USER = re.compile(r"(git\+[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")
+
+
 def redact_command(command: str) -> str:
+    """The command line as archived: no DSN password, no user or token in a --pin git URL."""
+    command = GIT_URL_USER.sub(r"\1", command)
     return " ".join(redact(p) for p in command.split()) or "invoke bench.run"
 
 

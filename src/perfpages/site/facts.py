@@ -178,6 +178,9 @@ class Facts:
         """A value of run.json by dotted path: "machine.cores", "labels.sized.pg_settings"."""
         loaded = self._run(run)
         value = lookup(loaded.manifest.to_json(), key, f"run.json of {loaded.manifest.id}")
+        label = loaded.manifest.labels.get(key.removeprefix("labels.").removesuffix(".pin"))
+        if label is not None and key == f"labels.{label.name}.pin":
+            return escape.md(label.pin.describe())  # a pin reads as everywhere else
         return escape.md(text(value, digits, percent, group=False))
 
     def false_positive_rate(self, *, run: str | None = None) -> str:
