@@ -5,6 +5,7 @@ plugin, bench.cite. Real pip, real git, real PostgreSQL, real HTTP."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -157,13 +158,17 @@ def test_an_adopter_replays_two_commits_and_publishes_checked_claims(
     done = run(["perfpages", "init"], repo, env)
     assert "wrote mkdocs.yml" in done.stdout and "wrote pyproject.toml" in done.stdout
     (repo / "benchmarks/svc.py").write_text(SUITE)
-    commit(repo, env, "perfpages")
+    suites_commit = commit(repo, env, "perfpages")
 
     run(["perfpages", "bench.run", "--suite", "svc", "--quick", "--ref", f"base={base}",
          "--ref", f"head={head}"], repo, env, timeout=900)
     run_id = next(p.name for p in (repo / "results").iterdir() if p.is_dir())
-    manifest = (repo / "results" / run_id / "run.json").read_text()
-    assert base in manifest and head in manifest
+    manifest = json.loads((repo / "results" / run_id / "run.json").read_text())
+    pins = {name: label["pin"]["commit"] for name, label in manifest["labels"].items()}
+    assert pins == {"base": base, "head": head}
+    # perfpages' provenance is its own (a wheel: no commit), never the adopter's HEAD
+    assert manifest["harness"]["commit"] is None
+    assert manifest["suite_repository"]["commit"] == suites_commit
     report = run(["perfpages", "bench", "report", "--format", "md"], repo, env).stdout
     assert "head vs base" in report
 
@@ -178,17 +183,22 @@ def test_an_adopter_replays_two_commits_and_publishes_checked_claims(
         "          - v1: performance/example/v1.md\n      - svc:\n"
         "          - v1: performance/svc/v1.md")
     (repo / "mkdocs.yml").write_text(nav)
-    build = run(["mkdocs", "build", "--strict", "-q"], repo, env, check=False)
+    build = run(["mkdocs", "build", "--strict"], repo, env, check=False)  # -q hides warnings
     assert build.returncode != 0
     assert "docs/performance/svc/v1.md:7" in build.stdout + build.stderr
     assert "docs/performance/svc/v1.md:6" not in build.stdout + build.stderr
 
-    # pytest in the adopter's repository collects the claims through the plugin, no test file
+    # pytest in the adopter's repository collects the claims through the plugin, no test file;
+    # the new page's snapshot is accepted first, as the guide says
+    env_update = {**env, "PERFPAGES_UPDATE_GOLDEN": "1"}
+    run(["pytest", "-q", "-p", "no:cacheprovider", "docs/performance/svc/v1.md"], repo,
+        env_update, check=False)
+    assert (repo / "tests/golden/pages/svc-v1.md").is_file()
     tests = run(["pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"], repo, env,
                 check=False)
     out = tests.stdout + tests.stderr
     assert tests.returncode == 1, out
-    assert "1 failed" in out and "docs/performance/svc/v1.md:7" in out, out
+    assert "1 failed, 2 passed" in out and "docs/performance/svc/v1.md:7" in out, out
 
     cite = run(["perfpages", "bench.cite", run_id], repo, env).stdout
     assert run_id in cite and head[:12] in cite

@@ -184,14 +184,23 @@ def test_every_snapshot_has_one_page_and_every_page_its_own_snapshot(
     golden.mkdir(parents=True)
     (golden / "gone-v3.md").write_text("# A page since removed\n")
     (project / "docs" / "performance" / "perf").mkdir(parents=True)
-    (project / "docs" / "performance" / "perf" / "v1.md").write_text("# Same snapshot name\n")
+    pinned = (project / "docs" / "perf" / "v1.md").read_text()  # a page without pins has none
+    (project / "docs" / "performance" / "perf" / "v1.md").write_text(pinned)
     result = pytester.runpytest("-k", "snapshot or orphan")
-    result.assert_outcomes(failed=3, deselected=3)
+    result.assert_outcomes(failed=3, deselected=5)  # the claims of both pages
     out = result.stdout.str()
     assert ("tests/golden/pages/gone-v3.md: a snapshot without its page: no versioned page under "
             "docs is named for it") in out
     assert (f"docs/perf/v1.md and docs/performance/perf/v1.md would share the snapshot {GOLDEN}"
             in out)
+
+
+def test_a_versioned_page_without_pins_has_no_snapshot(pytester: pytest.Pytester,
+                                                        project: Path) -> None:
+    (project / "docs" / "perf" / "v2.md").write_text("# Not pinned yet\n\n{{ no_macro() }}\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    assert "docs/perf/v1.md::snapshot" in result.stdout.str()
+    assert "docs/perf/v2.md" not in result.stdout.str()
 
 
 def test_a_project_without_perfpages_collects_nothing_more(

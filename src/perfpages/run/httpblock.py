@@ -95,6 +95,8 @@ class HttpBlocks:
                 suite.service.prepare(b, target, work)
                 self.prepared.add(b.label.name)
             spec = suite.service.spec(b, target, work, env)
+            if spec.cwd is None:  # never the checkout: `python -m pkg` there runs its code
+                spec = replace(spec, cwd=work)
         except PerfpagesError:
             raise
         except Exception as exc:  # a suite's own code: name it, never a traceback

@@ -39,6 +39,7 @@ class ServiceSpec:
     port: int = 0  # 0: a free port is chosen at every start
     startup_timeout_s: float = 30.0
     stop_timeout_s: float = 10.0
+    cwd: Path | None = None  # None: the label's working directory under the run's temp dir
 
 
 def _last_line(path: Path) -> str:
@@ -70,7 +71,8 @@ class Service:
                 # Its own session: stop() signals the whole group (gunicorn master and workers).
                 self.process = subprocess.Popen(
                     argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env={**os.environ, **self.spec.env}, start_new_session=True)
+                    env={**os.environ, **self.spec.env}, start_new_session=True,
+                    cwd=self.spec.cwd)
             except OSError as exc:
                 raise ServiceError(f"cannot start {self.spec.name}: {exc.strerror}",
                                    where=argv[0], fix="check the build's installation") from None

@@ -37,6 +37,7 @@ class Rendered:
     markdown: str
     claims: list[Claim] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # lint findings and failed claims
+    pins_runs: bool = True  # False: the page has no `runs:` and was left as written
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -176,7 +177,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
         split(source, path)  # raises if MkDocs dropped front matter it could not parse
     aliases = parse_front_matter(meta, path)
     if not aliases:
-        return Rendered(body)
+        return Rendered(body, pins_runs=False)
     pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
     warnings = [lint.message(path, offset + f.line, f.figure) for f in lint.check(body)]
     page = _Page(path, offset, pins)

@@ -1,0 +1,5 @@
+"""`python -m perfpages` is the `perfpages` command."""
+
+from perfpages.cli.program import main
+
+main()

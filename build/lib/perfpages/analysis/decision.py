@@ -1,0 +1,129 @@
+"""The one decision rule: clear gain or loss, overlap, too few rounds, drift, saturation.
+
+Every verdict is decided here, once, on raw values: the unrounded medians, ranges and ratios of
+the rounds. Tables, `bench report`, claims, floors and run pages only display these decisions.
+Display rounding (`metric.format_number`: three significant digits; `method.format_percent`:
+whole percent from 10 %, one decimal below) never changes a verdict, so a page may print
+"+10 %" for a change of +9.96 % that `between(10, 20)` rejects; the message then shows both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb, isfinite
+from statistics import median
+
+from perfpages.analysis.metric import info
+from perfpages.errors import AnalysisError
+
+MIN_GAIN = 0.10  # saturation: less than +10 % throughput for at least twice the clients …
+P95_RISE = 0.50  # … while p95 rises by more than 50 %
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The rounds of one (block, parameters, label, metric): median with its min–max range."""
+
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise AnalysisError("a cell needs at least one round")
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return float(median(self.values))
+
+    @property
+    def min(self) -> float:
+        return min(self.values)
+
+    @property
+    def max(self) -> float:
+        return max(self.values)
+
+    def overlaps(self, other: Cell) -> bool:
+        return self.min <= other.max and other.min <= self.max
+
+
+def false_positive_rate(n: int, m: int | None = None) -> float:
+    """Chance that two samples of one distribution have disjoint ranges (either direction):
+    the Mann–Whitney U = 0 rule, 2 / C(n+m, n); 5 rounds each: 2/252 ≈ 0.8 %."""
+    m = n if m is None else m
+    return 2.0 / comb(n + m, n)
+
+
+@dataclass(frozen=True)
+class Change:
+    """other ÷ base for one metric, judged by the ranges-do-not-overlap rule."""
+
+    metric: str
+    base: Cell
+    other: Cell
+    min_rounds: int = 5
+
+    @property
+    def ratio(self) -> float:
+        return self.other.median / self.base.median if self.base.median else float("nan")
+
+    @property
+    def percent(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    @property
+    def enough_rounds(self) -> bool:
+        return min(self.base.n, self.other.n) >= self.min_rounds
+
+    @property
+    def separated(self) -> bool:
+        return not self.base.overlaps(self.other)
+
+    @property
+    def better(self) -> bool | None:
+        return info(self.metric).better(self.ratio)
+
+    @property
+    def clear(self) -> bool:
+        return self.enough_rounds and self.separated and self.better is not None
+
+    @property
+    def fpr(self) -> float:
+        return false_positive_rate(self.base.n, self.other.n)
+
+    @property
+    def verdict(self) -> str:
+        if not self.enough_rounds:
+            return f"too few rounds ({min(self.base.n, self.other.n)} < {self.min_rounds})"
+        if not self.separated:
+            return "ranges overlap"
+        if self.better is None:
+            return "ranges apart"
+        return "clear gain" if self.better else "clear loss"
+
+
+def within(percent: float, low: float, high: float) -> bool:
+    """A change (in percent) inside [low, high]."""
+    return low <= percent <= high
+
+
+def beyond(value: float, limit: float, *, below: bool) -> bool:
+    """A value strictly below (or above) a limit."""
+    return value < limit if below else value > limit
+
+
+def drifted(before: float, after: float, threshold: float) -> bool:
+    """Floors whose medians moved by more than `threshold` (a fraction) across a block."""
+    if before <= 0 or not isfinite(after / before):
+        return True  # a floor that measured nothing is as drifted as it gets
+    return abs(after / before - 1) > threshold
+
+
+def saturated(throughput_gain: float, p95_rise: float, *, min_gain: float = MIN_GAIN,
+              rise: float = P95_RISE) -> bool:
+    """A knee: throughput grows by less than `min_gain` while p95 rises by more than `rise`
+    (both fractions, e.g. 0.08 for +8 %)."""
+    return throughput_gain < min_gain and p95_rise > rise

@@ -1,0 +1,112 @@
+"""The method over a run's frame: cells and changes selected from it, how changes print, and
+whether runs may be compared. What counts as clear is decided in `perfpages.analysis.decision`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from perfpages.analysis.decision import Cell, Change
+from perfpages.archive.manifest import Manifest
+from perfpages.errors import AnalysisError, ComparabilityError
+
+if TYPE_CHECKING:  # pandas is imported where a frame is used: a site build may need none
+    import pandas as pd
+
+# The machine fingerprint keys that must match before two runs share a table or a claim.
+FINGERPRINT_KEYS = ("cpu", "cores", "memory_gib", "kernel", "python", "postgresql")
+
+
+def format_percent(value: float) -> str:
+    sign = "+" if value > 0 else "−" if value < 0 else "±"
+    return f"{sign}{abs(value):.0f} %" if abs(value) >= 10 else f"{sign}{abs(value):.1f} %"
+
+
+def format_range(changes: Sequence[Change]) -> str:
+    """The range of several changes as a page prints it: "+6–10 %", "−3 to +5 %", "+8 %"."""
+    if not changes:
+        raise AnalysisError("no changes to summarise")
+    lo = min(c.percent for c in changes)
+    hi = max(c.percent for c in changes)
+    if round(lo) == round(hi):
+        return format_percent(lo) if len(changes) == 1 else format_percent((lo + hi) / 2)
+    if lo >= 0 or hi <= 0:
+        sign = "+" if lo >= 0 else "−"
+        a, b = sorted((abs(lo), abs(hi)))
+        return f"{sign}{a:.0f}–{b:.0f} %"
+    return f"{format_percent(lo)} to {format_percent(hi)}"
+
+
+def cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """median, min, max and n per (block, parameters, label, metric) of measured rounds."""
+    data = frame[frame["kind"] == "measure"] if "kind" in frame else frame
+    keys = ["block", "parameters", "label", "metric"]
+    grouped = data.groupby(keys, sort=False)["value"]
+    out = grouped.agg(["median", "min", "max", "count"]).rename(columns={"count": "n"})
+    return out.reset_index()
+
+
+def select(frame: pd.DataFrame, *, block: str | None = None, label: str | None = None,
+           metric: str | None = None, kind: str = "measure",
+           params: dict[str, Any] | None = None, run: str | None = None) -> pd.DataFrame:
+    """Rows matching every given dimension; parameters match by their own columns."""
+    import pandas as pd
+
+    mask = pd.Series(True, index=frame.index)
+    for column, value in (("kind", kind), ("block", block), ("label", label),
+                          ("metric", metric), ("run", run)):
+        if value is not None:
+            mask &= frame[column] == value
+    for name, value in (params or {}).items():
+        if name not in frame:
+            raise AnalysisError(f"no parameter {name!r} in the data", key=name)
+        mask &= frame[name].astype(str) == str(value)
+    return frame[mask]
+
+
+def cell(frame: pd.DataFrame, *, block: str, label: str, metric: str,
+         params: dict[str, Any] | None = None, run: str | None = None) -> Cell:
+    rows = select(frame, block=block, label=label, metric=metric, params=params, run=run)
+    if rows.empty:
+        where = ", ".join(f"{k}={v}" for k, v in (params or {}).items())
+        raise AnalysisError(
+            f"no data for block {block!r}, label {label!r}, metric {metric!r}"
+            + (f" at {where}" if where else ""),
+            fix="check the names against `invoke bench.report`")
+    if rows["parameters"].nunique() > 1:
+        choices = "; ".join(sorted(rows["parameters"].unique())[:4])
+        raise AnalysisError(f"several parameter sets match ({choices})",
+                            fix="name the parameters that pick one")
+    return Cell(tuple(rows.sort_values("round")["value"].tolist()))
+
+
+def change(frame: pd.DataFrame, *, block: str, base: str, other: str, metric: str,
+           params: dict[str, Any] | None = None, min_rounds: int = 5) -> Change:
+    return Change(metric, cell(frame, block=block, label=base, metric=metric, params=params),
+                  cell(frame, block=block, label=other, metric=metric, params=params), min_rounds)
+
+
+def fingerprint_differences(a: Manifest, b: Manifest) -> list[str]:
+    diffs = []
+    if a.format_version != b.format_version:
+        diffs.append(f"format_version {a.format_version} ≠ {b.format_version}")
+    if a.harness.get("version") != b.harness.get("version"):
+        diffs.append(f"harness {a.harness.get('version')} ≠ {b.harness.get('version')}")
+    for key in FINGERPRINT_KEYS:
+        if a.machine.get(key) != b.machine.get(key):
+            diffs.append(f"machine.{key} {a.machine.get(key)!r} ≠ {b.machine.get(key)!r}")
+    return diffs
+
+
+def check_comparable(manifests: Iterable[Manifest], allow: bool = False) -> list[str]:
+    """Differences between the first run and each other; raise unless the caller allows them."""
+    items = list(manifests)
+    found = []
+    for other in items[1:]:
+        for diff in fingerprint_differences(items[0], other):
+            found.append(f"{items[0].id} vs {other.id}: {diff}")
+    if found and not allow:
+        raise ComparabilityError(
+            "runs are not comparable: " + "; ".join(found),
+            fix="compare runs from one machine and harness, or allow it (--allow-mixed)")
+    return found

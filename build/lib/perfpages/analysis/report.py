@@ -1,0 +1,339 @@
+"""`bench report`: one table per block ("median (min–max)") and a changes table with verdicts."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from perfpages.analysis import decision, saturation
+from perfpages.analysis.decision import Cell, Change, false_positive_rate
+from perfpages.analysis.method import check_comparable, format_percent, format_range
+from perfpages.analysis.metric import format_number, info
+from perfpages.archive import diagnostics
+from perfpages.archive.frame import load
+from perfpages.archive.reader import Run
+from perfpages.errors import AnalysisError
+
+DEFAULT_METRICS = ("throughput", "tps", "p50", "p99")
+WARN = "⚠"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "columns": self.columns, "rows": self.rows,
+                "notes": self.notes}
+
+
+def cell_text(cell: Cell, digits: int | None = None) -> str:
+    if cell.n == 1:
+        return format_number(cell.median, digits)
+    return (f"{format_number(cell.median, digits)} "
+            f"({format_number(cell.min, digits)}–{format_number(cell.max, digits)})")
+
+
+def metric_header(metric: str) -> str:
+    unit = info(metric).unit
+    return f"{metric} ({unit})" if unit else metric
+
+
+def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
+    data = frame[frame["kind"] == "measure"]
+    out = {}
+    for key, group in data.groupby(["block", "parameters", "label", "metric"], sort=False):
+        out[key] = Cell(tuple(group.sort_values("round")["value"].tolist()))
+    return out
+
+
+def block_metrics(run: Run, block: str, present: set[str]) -> list[str]:
+    declared = list(run.manifest.block(block).metrics)
+    if declared:
+        # A block whose every window failed has none of its metrics: show what there is.
+        return [m for m in declared if m in present] or sorted(present)
+    chosen = [m for m in DEFAULT_METRICS if m in present]
+    if "throughput" in chosen and "tps" in chosen:
+        chosen.remove("tps")
+    return chosen or sorted(present)
+
+
+def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table]:
+    cells = _cells(frame)
+    tables = []
+    measured = frame[frame["kind"] == "measure"]
+    for block in dict.fromkeys(measured["block"]):
+        rows_b = measured[measured["block"] == block]
+        metrics = block_metrics(run, block, set(rows_b["metric"]))
+        table = Table(run.manifest.block(block).title or block,
+                      ["parameters", "metric", *labels], [])
+        for pkey in dict.fromkeys(rows_b["parameters"]):
+            for metric in metrics:
+                row = [pkey or "—", metric_header(metric)]
+                for label in labels:
+                    c = cells.get((block, pkey, label, metric))
+                    text = cell_text(c) if c else "—"
+                    bad = [cells.get((block, pkey, label, m)) for m in
+                           ("errors", "non_2xx", "failed_windows")]
+                    if c and any(b and b.max > 0 for b in bad):
+                        text += f" {WARN}"
+                    row.append(text)
+                table.rows.append(row)
+        if any(WARN in text for row in table.rows for text in row):
+            table.notes.append(f"{WARN} the cell's rounds include errors, non-2xx responses "
+                               "or failed windows")
+        tables.append(table)
+    return tables
+
+
+def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
+            min_rounds: int) -> list[tuple[str, str, str, Change]]:
+    cells = _cells(frame)
+    measured = frame[frame["kind"] == "measure"]
+    out = []
+    for block in dict.fromkeys(measured["block"]):
+        rows_b = measured[measured["block"] == block]
+        metrics = [m for m in block_metrics(run, block, set(rows_b["metric"]))
+                   if info(m).higher_is_better is not None]
+        for pkey in dict.fromkeys(rows_b["parameters"]):
+            for metric in metrics:
+                for base, other in pairs:
+                    a = cells.get((block, pkey, base, metric))
+                    b = cells.get((block, pkey, other, metric))
+                    if a and b:
+                        out.append((block, pkey, f"{other} vs {base}",
+                                    Change(metric, a, b, min_rounds)))
+    return out
+
+
+def same_builds(run: Run) -> list[tuple[str, str]]:
+    """Label pairs that ran the same build (pin, environment, settings): A/A pairs."""
+    def build(label: str) -> str:
+        spec = run.manifest.labels[label].to_json()
+        spec.pop("description", None)
+        return json.dumps(spec, sort_keys=True)
+
+    names = list(run.manifest.labels)
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if build(a) == build(b)]
+
+
+def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[tuple[str, bool]]:
+    """What each A/A pair measured: the differences this machine and method show between two
+    identical builds, against which every other change is read; True where they differ
+    clearly (a warning)."""
+    pairs = same_builds(run)
+    if not pairs:
+        return []  # the usual case: no second pass over the cells
+    lines = []
+    for line, clear in summary_lines(changes(run, frame, pairs, min_rounds)):
+        flag = (f" {WARN} identical builds differ clearly: the machine or the method is not "
+                f"stable" if clear else "")
+        lines.append((f"A/A (same build) {line} — the noise floor{flag}", bool(clear)))
+    return lines
+
+
+def summary_lines(found: list[tuple[str, str, str, Change]]) -> list[tuple[str, int]]:
+    """Per block, label pair and metric: the range of the changes with how many are clear."""
+    groups: dict[tuple[str, str, str], list[Change]] = {}
+    for block, _, pair, c in found:
+        groups.setdefault((block, pair, c.metric), []).append(c)
+    out = []
+    for (block, pair, metric), group in groups.items():
+        clear = sum(c.clear for c in group)
+        out.append((f"{block}: {pair}, {metric}: {format_range(group)} "
+                    f"({clear} of {len(group)} clear)", clear))
+    return out
+
+
+def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Floors before and after each block, and whether the machine drifted in between."""
+    floors = frame[frame["kind"] == "floor"]
+    out = []
+    threshold = run.manifest.method.drift_threshold
+    for block, rows_b in floors.groupby("block", sort=False):
+        metric = next((m for m in ("tps", "throughput") if m in set(rows_b["metric"])), None)
+        if metric is None or "position" not in rows_b:
+            continue
+        rows_m = rows_b[rows_b["metric"] == metric]
+        before = rows_m[rows_m["position"] == "before"]["value"]
+        after = rows_m[rows_m["position"] == "after"]["value"]
+        if before.empty or after.empty:
+            continue
+        ratio = float(after.median() / before.median())
+        out.append({"block": block, "metric": metric, "before": float(before.median()),
+                    "after": float(after.median()), "min": float(rows_m["value"].min()),
+                    "max": float(rows_m["value"].max()), "drift_percent": (ratio - 1) * 100,
+                    "flagged": decision.drifted(float(before.median()), float(after.median()),
+                                                threshold)})
+    return out
+
+
+def cross_run(sides: list[tuple[Run, str]], allow_mixed: bool = False) -> tuple[pd.DataFrame,
+                                                                              list[str], list[str]]:
+    """One frame holding one label of each run, named RUN:LABEL, after the comparability check."""
+    runs = list({run.id: run for run, _ in sides}.values())
+    differences = check_comparable([r.manifest for r in runs], allow=allow_mixed)
+    parts, names = [], []
+    for run, label in sides:
+        if label not in run.manifest.labels:
+            raise AnalysisError(f"no label {label!r} in run {run.id}",
+                                fix=f"choose among: {', '.join(run.manifest.labels)}")
+        frame = load(run)
+        frame = frame[frame["label"] == label].assign(label=f"{run.id}:{label}")
+        parts.append(frame)
+        names.append(f"{run.id}:{label}")
+    return pd.concat(parts, ignore_index=True), names, differences
+
+
+def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | None = None,
+          cross: tuple[pd.DataFrame, list[str], list[str]] | None = None) -> dict[str, Any]:
+    """Everything `bench report` prints, as plain data (the json format is exactly this).
+
+    `cross` (from cross_run) replaces the run's own labels with labels of several runs."""
+    m = run.manifest
+    differences: list[str] = []
+    if cross:
+        frame, labels, differences = cross
+        pairs = [(labels[0], other) for other in labels[1:]]
+    else:
+        frame = load(run)
+        labels = list(m.labels)
+        if compare:
+            for label in compare:
+                if label not in m.labels:
+                    raise AnalysisError(f"no label {label!r} in run {m.id}",
+                                        fix=f"choose among: {', '.join(labels)}")
+            pairs = [compare]
+        else:
+            pairs = [(labels[0], other) for other in labels[1:]]
+    min_rounds = min_rounds or m.method.min_rounds
+    if frame.empty or frame[frame["kind"] == "measure"].empty:
+        raise AnalysisError(f"run {m.id} has no measurement windows", fix="archive a new run")
+    found = changes(run, frame, pairs, min_rounds)
+    change_rows = [[block, pkey, metric_header(c.metric), pair, cell_text(c.base),
+                    cell_text(c.other), format_percent(c.percent), c.verdict]
+                   for block, pkey, pair, c in found]
+    summary = [line for line, _ in summary_lines(found)]
+    rounds = m.method.rounds
+    floors, knees = drift(run, frame), saturation.knees(frame)
+    sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
+    aa = noise_floor(run, frame, min_rounds) if not cross else []
+    # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
+    flagged = list(run.notes) + [line for line, clear in aa if clear] + [
+        f"mixed runs allowed: {d}" for d in differences]
+    return {
+        "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
+        "started": m.started, "ended": m.ended, "labels": labels,
+        "method": (f"{rounds} interleaved rounds ({m.method.order}); a cell is the median of the "
+                   f"rounds with its min–max range; a change is clear only when the ranges do not "
+                   f"overlap, false-positive rate 2/C({2 * rounds},{rounds}) = "
+                   f"{false_positive_rate(rounds):.1%}; at least {min_rounds} rounds required"),
+        "tables": [t.to_json() for t in block_tables(run, frame, labels)],
+        "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
+                                "change", "verdict"], "rows": change_rows, "summary": summary},
+        "drift": floors,
+        "saturation": knees,
+        "diagnostics": diagnostics.summary_lines(run.path),
+        "notes": list(run.notes) + [line for line, _ in aa]
+        + [f"mixed runs allowed: {d}" for d in differences],
+        "warnings": warnings(run, frame, found, floors, knees) + flagged,
+        "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
+                   if c.clear and c.better is False],
+    }
+
+
+SCOPE_WARNINGS = {"quick": "quick run: the suite's reduced sizes, not its full measurement",
+                  "test": "test run: a tiny run made by tests, not a measurement"}
+BAD = {"failed_windows": "failed windows", "errors": "errors", "non_2xx": "non-2xx responses"}
+
+
+def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Change]],
+             floors: list[dict[str, Any]], knees: list[dict[str, Any]]) -> list[str]:
+    """Everything the report flags, a line each, from the data rather than from the printed
+    text: `bench report` ends with them and `bench cite` carries them into a pull request."""
+    out = [SCOPE_WARNINGS[run.manifest.scope]] if run.manifest.scope in SCOPE_WARNINGS else []
+    bad: dict[tuple[str, str], dict[str, Any]] = {}  # (block, label) -> totals, parameter sets
+    for (block, pkey, label, metric), c in _cells(frame[frame["metric"].isin(BAD)]).items():
+        if c.max > 0:
+            entry = bad.setdefault((block, label), {"params": {}, "totals": dict.fromkeys(BAD, 0)})
+            entry["params"][pkey or "—"] = None
+            entry["totals"][metric] += sum(c.values)
+    for (block, label), entry in bad.items():
+        totals = ", ".join(f"{int(n):,} {BAD[k]}" for k, n in entry["totals"].items() if n)
+        out.append(f"{block} / {label}: {totals} in the rounds of "
+                   f"{'; '.join(entry['params'])}")
+    few: dict[tuple[str, str], list[Change]] = {}
+    total = Counter((block, pair) for block, _, pair, _ in found)
+    for block, _, pair, c in found:
+        if not c.enough_rounds:
+            few.setdefault((block, pair), []).append(c)
+    for (block, pair), group in few.items():
+        have = min(min(c.base.n, c.other.n) for c in group)
+        out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "
+                   f"few rounds for a verdict ({have} < {group[0].min_rounds})")
+    threshold = run.manifest.method.drift_threshold
+    out += [f"{d['block']}: the {d['metric']} floor drifted {format_percent(d['drift_percent'])} "
+            f"({format_number(d['before'])}/s before the block, {format_number(d['after'])}/s "
+            f"after), beyond the ±{threshold * 100:.0f} % threshold"
+            for d in floors if d["flagged"]]
+    out += [f"{k['block']} / {k['label']}: saturated from {k['from']} to {k['to']} clients "
+            f"(throughput {format_percent(k['throughput_change'])}, p95 "
+            f"{format_percent(k['p95_change'])})" for k in knees if k["flagged"]]
+    return out
+
+
+def loss(block: str, pkey: str, base: str, other: str, c: Change) -> dict[str, Any]:
+    """A clear loss (the method's verdict) as data, for `bench report --fail-on loss`."""
+    return {"block": block, "parameters": pkey or "—", "metric": metric_header(c.metric),
+            "base": base, "other": other, "percent": c.percent, "base_cell": cell_text(c.base),
+            "other_cell": cell_text(c.other)}
+
+
+def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
+    esc = [[str(c).replace("|", "\\|") for c in row] for row in [columns, *rows]]
+    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in esc[1:]]
+    return lines
+
+
+def to_markdown(data: dict[str, Any]) -> str:
+    out = [f"# {data['title']}", "",
+           f"Run `{data['run']}` ({data['scope']}, {data['status']}), started {data['started']}.",
+           "", f"Method: {data['method']}.", ""]
+    for table in data["tables"]:
+        out += [f"## {table['title']}", "", *_md_table(table["columns"], table["rows"]), ""]
+        out += [f"{note}" for note in table["notes"]] + ([""] if table["notes"] else [])
+    if data["changes"]["rows"]:
+        out += ["## Changes", "", *_md_table(data["changes"]["columns"], data["changes"]["rows"]),
+                ""]
+        out += [f"- {line}" for line in data["changes"]["summary"]] + [""]
+    if data["drift"]:
+        out += ["## Floors", ""]
+        out += [drift_line(d) for d in data["drift"]] + [""]
+    if data.get("saturation"):
+        out += ["## Saturation", ""]
+        out += [f"- {saturation.line(k)}" for k in data["saturation"]] + [""]
+    if data.get("diagnostics"):
+        out += ["## Diagnostics", "", "```text", *data["diagnostics"], "```", ""]
+    warned = data.get("warnings", [])
+    if warned:
+        out += [f"## {WARN} Warnings", "", *[f"- {w}" for w in warned], ""]
+    out += [f"Note: {note}" for note in data["notes"] if note not in warned]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def drift_line(d: dict[str, Any]) -> str:
+    flag = f" {WARN} drift beyond the threshold" if d["flagged"] else ""
+    return (f"- {d['block']}: {d['metric']} floor {format_number(d['before'])}/s before, "
+            f"{format_number(d['after'])}/s after ({format_percent(d['drift_percent'])}){flag}")
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

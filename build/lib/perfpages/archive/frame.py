@@ -1,0 +1,85 @@
+"""The tidy table of a run: one row per (run, block, label, round, parameters, metric)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import pandas as pd
+
+from perfpages.archive.histogram import Latency
+from perfpages.archive.reader import Run, open_run
+from perfpages.archive.window import Window, params_key
+
+COLUMNS = ["run", "kind", "block", "label", "round", "parameters", "metric", "value"]
+
+
+def round_metrics(windows: list[Window]) -> dict[str, float]:
+    """One round's value of every metric: counts summed, throughput over the summed duration,
+    percentiles from the merged histogram (never an average of percentiles), others averaged."""
+    ok = [w for w in windows if w.status == "ok"]
+    out: dict[str, float] = {"failed_windows": float(len(windows) - len(ok))}
+    counted = [w for w in ok if w.requests is not None]
+    if counted:
+        requests = sum(w.requests or 0 for w in counted)
+        duration = sum(w.duration_s for w in counted)
+        errors = sum(w.errors for w in counted)
+        non_2xx = sum(n for w in counted for code, n in w.codes.items() if not code.startswith("2"))
+        out.update(requests=float(requests), errors=float(errors), non_2xx=float(non_2xx))
+        if duration > 0:
+            out["throughput"] = requests / duration
+        if requests:
+            out["error_rate"] = 100.0 * errors / requests
+    elif any(w.throughput is not None for w in ok):
+        out["throughput"] = fmean(w.throughput for w in ok if w.throughput is not None)
+    failed_errors = sum(w.errors for w in windows if w.status == "failed")
+    if failed_errors:
+        out["errors"] = out.get("errors", 0.0) + failed_errors
+    latencies = [w.latency for w in ok if w.latency is not None]
+    if latencies:
+        out.update(Latency.merged(latencies).summary_ms())
+    custom: dict[str, list[float]] = defaultdict(list)
+    for w in ok:
+        for name, value in w.metrics.items():
+            if value is not None:
+                custom[name].append(float(value))
+    out.update({name: fmean(values) for name, values in custom.items()})
+    return out
+
+
+def rows(run: Run, kinds: Iterable[str] = ("measure", "floor")) -> list[dict[str, Any]]:
+    groups: dict[tuple[Any, ...], list[Window]] = defaultdict(list)
+    params: dict[tuple[Any, ...], dict[str, Any]] = {}
+    wanted = set(kinds)
+    for w in run.windows:
+        if w.kind in wanted:
+            key = (w.kind, w.block, w.label, w.round, params_key(w.params))
+            groups[key].append(w)
+            params[key] = w.params
+    out = []
+    for key, windows in groups.items():
+        kind, block, label, rnd, pkey = key
+        for metric, value in round_metrics(windows).items():
+            out.append({"run": run.id, "kind": kind, "block": block, "label": label,
+                        "round": rnd, "parameters": pkey, "metric": metric, "value": value,
+                        **params[key]})
+    return out
+
+
+def load(runs: Run | Path | str | Iterable[Run | Path | str],
+         kinds: Iterable[str] = ("measure", "floor")) -> pd.DataFrame:
+    """A tidy DataFrame of one or several runs; each parameter also gets its own column."""
+    if isinstance(runs, Run | Path | str):
+        runs = [runs]
+    records: list[dict[str, Any]] = []
+    for item in runs:
+        run = item if isinstance(item, Run) else open_run(item)
+        records.extend(rows(run, kinds))
+    frame = pd.DataFrame.from_records(records)
+    if frame.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    extra = [c for c in frame.columns if c not in COLUMNS]
+    return frame[COLUMNS + extra]

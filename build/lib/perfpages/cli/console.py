@@ -1,0 +1,296 @@
+"""The commands behind `invoke bench.*`: print with rich, turn user errors into exit codes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table as RichTable
+
+from perfpages.analysis import report, saturation
+from perfpages.analysis.cite import cite
+from perfpages.analysis.method import format_percent
+from perfpages.archive.reader import Run, find_runs, open_run, read_manifest, resolve, verify
+from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
+
+
+def run_command(action: Callable[[Console], int], console: Console | None = None) -> int:
+    """Call a command; a PerfpagesError becomes one line on stderr and exit code 1 (130 when
+    interrupted)."""
+    console = console or Console(soft_wrap=True)
+    try:
+        return action(console)
+    except PerfpagesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 130 if isinstance(exc, Interrupted) else 1
+
+
+def run_suite(opts: Any, console: Console) -> int:
+    """`bench run`: replay a suite (or resume a run), then print where it was archived."""
+    from perfpages.run import runner
+
+    run_dir = runner.run(opts, console)
+    status = read_manifest(run_dir).status
+    console.print(f"{status}: {run_dir}", highlight=False)
+    console.print(f"report: invoke bench.report --run {run_dir.name} --results {run_dir.parent}",
+                  highlight=False)
+    return 0
+
+
+def list_runs(results_dir: Path, console: Console) -> int:
+    runs = find_runs(results_dir)
+    if not runs:
+        console.print(f"no archived runs in {results_dir}")
+        return 0
+    columns = ["id", "date", "suite", "scope", "status", "labels"]
+    rows: list[list[str]] = []
+    table = RichTable(*columns, box=None)
+    bad = 0
+    for path in runs:
+        try:
+            m = read_manifest(path)
+        except ArchiveError as exc:
+            rows.append([path.name, "", "", "", "unreadable", str(exc)])
+            table.add_row(*[_escape(c) for c in rows[-1][:4]], "[red]unreadable[/red]",
+                          _escape(str(exc)))
+            bad += 1
+            continue
+        rows.append([m.id, m.started[:10], m.suite, m.scope, m.status, ", ".join(m.labels)])
+        table.add_row(*[_escape(c) for c in rows[-1]])
+    fit(table, columns, rows, {0, 5}, console)
+    console.print(table)
+    return 1 if bad else 0
+
+
+def _run_side(results_dir: Path, side: str) -> tuple[Run, str] | None:
+    """`RUN:LABEL` names a label of another run; a plain label (or no such run) returns None."""
+    if ":" not in side:
+        return None
+    ref, label = side.rsplit(":", 1)
+    try:
+        path = resolve(results_dir, ref)
+    except ArchiveError:
+        return None
+    return open_run(path), label
+
+
+FAIL_ON = ("loss",)
+
+
+def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: str,
+                 min_rounds: int | str | None, console: Console,
+                 allow_mixed: bool = False, fail_on: str | None = None) -> int:
+    """Print the report; with `fail_on="loss"`, exit 1 after it when any change is a clear
+    loss, a line each on stderr (for CI)."""
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise PerfpagesError(f"unknown condition {fail_on!r}", key="--fail-on",
+                             fix="use --fail-on loss (exit 1 when any change is a clear loss)")
+    rounds = None
+    if min_rounds is not None:
+        try:
+            rounds = int(min_rounds)
+            if rounds < 1:
+                raise ValueError
+        except ValueError:
+            raise PerfpagesError(f"not a round count: {min_rounds!r}", key="--min-rounds",
+                                 fix="give a whole number of at least 1") from None
+    if fmt not in ("term", "md", "json"):
+        raise PerfpagesError(f"unknown format {fmt!r}", key="--format",
+                             fix="use term, md or json")
+    pair: tuple[str, str] | None = None
+    if compare:
+        parts = [p.strip() for p in compare.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise PerfpagesError(f"--compare takes two labels, got {compare!r}", key="--compare",
+                                 fix="write it as BASE,OTHER, e.g. --compare 0.42.0,0.43.0")
+        pair = (parts[0], parts[1])
+    sides = [_run_side(results_dir, side) for side in pair] if pair else []
+    if any(side is not None for side in sides):
+        main = open_run(resolve(results_dir, ref))
+        chosen = [side or (main, label) for side, label in zip(sides, pair or (), strict=True)]
+        run = chosen[0][0]
+        data = report.build(run, None, rounds, cross=report.cross_run(chosen, allow_mixed))
+    else:
+        run = open_run(resolve(results_dir, ref))
+        data = report.build(run, pair, rounds)
+    if fmt == "json":
+        sys.stdout.write(report.to_json(data))
+    elif fmt == "md":
+        sys.stdout.write(report.to_markdown(data))
+    else:
+        print_terminal(data, console)
+    if fail_on != "loss" or not data["losses"]:
+        return 0
+    sys.stdout.flush()  # the report first, then why the command fails
+    for lost in data["losses"]:
+        print(f"fail: clear loss: {lost['block']} {lost['parameters']} {lost['metric']} "
+              f"{lost['base']}→{lost['other']} {format_percent(lost['percent'])} "
+              f"({lost['base_cell']} → {lost['other_cell']})", file=sys.stderr)
+    return 1
+
+
+def _rich(title: str, columns: list[str], rows: list[list[str]], ids: int,
+          console: Console) -> RichTable:
+    """A table whose first `ids` columns identify a row (block, parameters, metric, labels).
+    When they cannot keep their words side by side (the changes table in 80 columns), they
+    share one column, a line each, rather than fold "call=lookup-plain" into pieces."""
+    table = _new(title, columns, rows)
+    room, longest, words, heads = _measure(table, columns, rows, console)
+    floors = _value_floors(words, heads)[ids:]
+    if ids > 1 and sum(longest) > room and sum(words[:ids]) + sum(floors) > room:
+        columns = ["\n".join(columns[:ids]), *columns[ids:]]
+        rows = [["\n".join(row[:ids]), *row[ids:]] for row in rows]
+        table, ids = _new(title, columns, rows, show_lines=True), 1
+    fit(table, columns, rows, set(range(ids)), console)
+    return table
+
+
+def _new(title: str, columns: list[str], rows: list[list[str]],
+         show_lines: bool = False) -> RichTable:
+    table = RichTable(*columns, title=title, title_justify="left", title_style="bold",
+                      show_lines=show_lines)
+    for row in rows:
+        table.add_row(*[_highlight(c) for c in row])
+    return table
+
+
+VALUE_FLOOR = 4  # a value column folds its ranges before an identifying one folds a word …
+KEY_FLOOR = 8  # … and an identifying column folds only down to this, then both go further
+
+
+def fit(table: RichTable, columns: list[str], rows: list[list[str]], ids: set[int],
+        console: Console) -> None:
+    """Column widths for a table wider than the terminal, without losing a character.
+
+    Rich would cut the widest cells with "…": "call=lookup-plain" and "call=lookup-governed"
+    would both read "call=lookup-…". Instead every column folds, and width is taken from the
+    value columns first: identifying columns (`ids`) and the headers (label names) keep their
+    longest word whenever the values can give way, so they wrap between words."""
+    for column in table.columns:
+        column.overflow = "fold"
+    room, longest, words, heads = _measure(table, columns, rows, console)
+    if sum(longest) <= room:
+        return  # it fits: rich lays it out as always
+    if table.box is None and sum(words) > room:
+        table.padding, table.pad_edge = (0, 1, 0, 0), False  # one space between columns
+        room, longest, words, heads = _measure(table, columns, rows, console)
+    widths = list(longest)
+    values = [i for i in range(len(columns)) if i not in ids]
+    keys = sorted(ids)
+    for group, floors in ((values, words), (keys, words),
+                          (values, _value_floors(words, heads)),
+                          (keys, [min(w, KEY_FLOOR) for w in words]),
+                          (values, [1] * len(words)), (keys, [1] * len(words))):
+        _shrink(widths, group, floors, sum(widths) - room)
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
+
+
+def _value_floors(words: list[int], heads: list[int]) -> list[int]:
+    """How far a value column may narrow before it folds its header (a label's name)."""
+    return [max(min(w, VALUE_FLOOR), h) for w, h in zip(words, heads, strict=True)]
+
+
+def _measure(table: RichTable, columns: list[str], rows: list[list[str]],
+             console: Console) -> tuple[int, list[int], list[int], list[int]]:
+    """The width left for the cells once borders and padding are drawn, and per column the
+    longest line, the longest word and the longest word of the header."""
+    texts = [[header, *(row[i] for row in rows)] for i, header in enumerate(columns)]
+    longest = [max(cell_len(line) for text in col for line in text.splitlines() or [""])
+               for col in texts]
+    words = [max(cell_len(word) for text in col for word in text.split() or [""])
+             for col in texts]
+    heads = [max((cell_len(word) for word in header.split()), default=0) for header in columns]
+    natural = Measurement.get(console, console.options.update_width(1 << 20), table).maximum
+    return console.width - (natural - sum(longest)), longest, words, heads
+
+
+def _shrink(widths: list[int], group: list[int], floors: list[int], excess: int) -> None:
+    """Take `excess` columns of width from `group`, the widest column first, none below its
+    floor."""
+    while excess > 0:
+        able = [i for i in group if widths[i] > floors[i]]
+        if not able:
+            return
+        widest = max(able, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def _highlight(text: str) -> str:
+    text = _escape(text)
+    if text == "clear gain":
+        return "[green]clear gain[/green]"
+    if text == "clear loss":
+        return "[red]clear loss[/red]"
+    return text.replace(report.WARN, f"[yellow]{report.WARN}[/yellow]")
+
+
+def print_terminal(data: dict[str, Any], console: Console) -> None:
+    console.print(f"[bold]{data['title']}[/bold]  ({data['run']}, {data['scope']}, "
+                  f"{data['status']})", highlight=False)
+    console.print(f"Method: {data['method']}.", highlight=False)
+    for table in data["tables"]:
+        console.print(_rich(table["title"], table["columns"], table["rows"], 2, console))
+        for note in table["notes"]:
+            console.print(note, highlight=False)
+    changes = data["changes"]
+    if changes["rows"]:
+        console.print(_rich("Changes", changes["columns"], changes["rows"], 4, console))
+        for line in changes["summary"]:
+            console.print(f"- {line}", highlight=False)
+    for d in data["drift"]:
+        console.print(report.drift_line(d), highlight=False)
+    knees = data.get("saturation", [])
+    if knees:
+        console.print("[bold]Saturation[/bold] (doubling the clients: throughput vs p95)")
+        for k in knees:
+            console.print(_highlight(f"- {saturation.line(k)}"), highlight=False)
+    if data.get("diagnostics"):
+        console.print("[bold]Diagnostics[/bold] (files under diagnostics/)")
+        for text in data["diagnostics"]:
+            console.print(text, highlight=False, markup=False)
+    warned = data.get("warnings", [])
+    for note in data["notes"]:
+        if note not in warned:
+            console.print(f"note: {note}", highlight=False, markup=False)
+    if warned:
+        console.print(f"[bold yellow]{report.WARN} Warnings[/bold yellow] (bench cite "
+                      "includes them)", highlight=False)
+        for text in warned:
+            console.print(f"- {text}", highlight=False, markup=False)
+
+
+def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
+    """Verify one run, or every run when none is named; one line per problem."""
+    runs = [resolve(results_dir, ref)] if ref else find_runs(results_dir)
+    if not runs:
+        console.print(f"no archived runs in {results_dir}")
+        return 0
+    failures = 0
+    for path in runs:
+        problems = verify(path)
+        if problems:
+            failures += 1
+            for problem in problems:
+                print(f"error: {problem}", file=sys.stderr)
+        else:
+            status = read_manifest(path).status
+            console.print(f"ok: {path.name} ({status})", highlight=False)
+    return 1 if failures else 0
+
+
+def print_cite(results_dir: Path, ref: str, site_url: str) -> int:
+    """The cite block; `site_url` is "" when none is configured, and the block has no link."""
+    run = open_run(resolve(results_dir, ref))
+    sys.stdout.write(cite(run, site_url))
+    return 0

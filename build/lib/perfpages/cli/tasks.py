@@ -1,0 +1,199 @@
+"""The task tree of `perfpages` and of `invoke` in a repository that uses perfpages.
+
+`perfpages bench.run …` and `invoke bench.run …` (with the thin tasks.py `perfpages init`
+writes) run the same tasks: thin wrappers over `perfpages.cli.console`. Paths and the site URL
+come from `[tool.perfpages]` (perfpages.settings); the flags override them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from invoke import Collection, Context, Exit, task
+
+from perfpages import settings
+from perfpages.cli.names import accept_spaced_names
+
+RESULTS_HELP = "directory of archived runs (default: [tool.perfpages] results, else results/)"
+SUITES_HELP = "directory of suite modules (default: [tool.perfpages] suites, else benchmarks/)"
+
+
+def _settings(results: str | None = None, suites: str | None = None) -> settings.Settings:
+    return _guard(lambda: settings.load(results=results, suites=suites))
+
+
+def _guard(action: Callable[[], Any]) -> Any:
+    """Settings errors are user errors too: one line, exit 1."""
+    from perfpages.cli import console
+
+    box: list[Any] = []
+    code = console.run_command(lambda out: box.append(action()) or 0)
+    if code:
+        raise Exit(code=code)
+    return box[0]
+
+
+def _command(action: Callable[[ModuleType, Any], int]) -> None:
+    """Run a console command; exit with its code. Imported here, not at the top, so that
+    `--list` does not load pandas."""
+    from perfpages.cli import console
+
+    code = console.run_command(lambda out: action(console, out))
+    if code:
+        raise Exit(code=code)
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+def _program() -> str:
+    """How the command was called, for the run's record: `perfpages` or `invoke`."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if name in ("__main__.py", ""):  # python -m invoke / python -m perfpages
+        name = Path(sys.argv[0]).parent.name or "invoke"
+    return name
+
+
+def _integer(text: str | int | None, flag: str, minimum: int | None = None) -> int | None:
+    """invoke types an option by its default (None here): `--rounds 3` arrives as "3"."""
+    from perfpages.errors import PerfpagesError
+
+    if text is None:
+        return None
+    try:
+        value: int | None = int(text)
+    except ValueError:
+        value = None
+    if value is None or (minimum is not None and value < minimum):
+        at_least = f" of at least {minimum}" if minimum is not None else ""
+        raise PerfpagesError(f"{text!r} is not a whole number{at_least}", key=flag,
+                             fix=f"write {flag} N")
+    return value
+
+
+@task(iterable=["ref", "pin"], help={"suite": "suite name: SUITES/NAME.py",
+            "labels": "only these labels, comma-separated",
+            "blocks": "only these blocks, comma-separated",
+            "rounds": "rounds (default: the suite's)",
+            "quick": "the suite's quick sizes (the run's scope and title say so)",
+            "resume": "complete this partial run instead of starting a new one",
+            "dsn": "an external server, postgresql://USER[:PASSWORD]@HOST:PORT/DB "
+                   "(the password is never archived)",
+            "seed": "seed of the label order (default: random, always recorded)",
+            "ref": "LABEL=REF: build this git-pinned label at REF (repeatable)",
+            "pin": "LABEL=SPEC: replace the label's pin with name==version or git+REPO@REF "
+                   "(repeatable)",
+            "results": RESULTS_HELP, "suites": SUITES_HELP})
+def run(c: Context, suite: str | None = None, labels: str | None = None,
+        blocks: str | None = None, rounds: int | None = None, quick: bool = False,
+        resume: str | None = None, dsn: str | None = None, seed: int | None = None,
+        results: str | None = None, suites: str | None = None,
+        ref: list[str] | None = None, pin: list[str] | None = None) -> None:
+    """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
+    from perfpages.run.runner import Options, parse_assignments
+
+    s = _settings(results, suites)
+    refs, pins, rounds, seed = _guard(lambda: (
+        parse_assignments(ref or [], "--ref"), parse_assignments(pin or [], "--pin"),
+        _integer(rounds, "--rounds", minimum=1), _integer(seed, "--seed")))
+    opts = Options(suite=suite, benchmarks=s.suites, results=s.results,
+                   labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
+                   resume=resume, dsn=dsn, seed=seed, refs=refs, pins=pins,
+                   command=" ".join([_program(), *sys.argv[1:]]))
+    _command(lambda cmd, out: cmd.run_suite(opts, out))
+
+
+@task(help={"results": RESULTS_HELP})
+def list_(c: Context, results: str | None = None) -> None:
+    """List every archived run: id, date, suite, scope, status, labels."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.list_runs(s.results, out))
+
+
+@task(help={"run": "run id or unique part of it (default: the newest run)",
+            "compare": "BASE,OTHER labels to compare (default: every label vs the first); "
+                       "RUN:LABEL picks a label of another run",
+            "allow_mixed": "compare runs from different machines or harness versions anyway",
+            "format": "term, md or json",
+            "min_rounds": "rounds each side needs before a change may be called clear",
+            "fail_on": "loss: exit 1 when any change is a clear loss, a line each on stderr "
+                       "(for CI)",
+            "results": RESULTS_HELP})
+def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
+           min_rounds: str | None = None, results: str | None = None,
+           allow_mixed: bool = False, fail_on: str | None = None) -> None:
+    """Print a run's tables (median and range per cell) and its changes with verdicts."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.print_report(s.results, run, compare, format,
+                                               min_rounds, out, allow_mixed, fail_on))
+
+
+@task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
+def verify(c: Context, run: str | None = None, results: str | None = None) -> None:
+    """Check runs against the schema and their checksums; exit 1 on any problem."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.verify_runs(s.results, run, out))
+
+
+@task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP,
+                                "site_url": "the published site, for the link (default: "
+                                            "[tool.perfpages] site-url, else mkdocs.yml's; "
+                                            "none: no link)"})
+def cite(c: Context, run: str, results: str | None = None, site_url: str | None = None) -> None:
+    """Print a Markdown block citing a complete run, for a pull request."""
+    s = _guard(lambda: settings.load(results=results, site_url=site_url))
+    _command(lambda cmd, out: cmd.print_cite(s.results, run, s.site_url))
+
+
+@task
+def build(c: Context) -> None:
+    """Build the site strictly into site/ (fails on any warning)."""
+    s = _settings()
+    c.run(f"mkdocs build --strict --config-file {s.mkdocs}", pty=False)
+
+
+@task(help={"port": "port to serve on"})
+def serve(c: Context, port: int = 8000) -> None:
+    """Serve the site with live reload on http://127.0.0.1:PORT/."""
+    s = _settings()
+    c.run(f"mkdocs serve --livereload --dev-addr 127.0.0.1:{port} --config-file {s.mkdocs}",
+          pty=False)
+
+
+@task(help={"suites": "directory for the suite modules (default: benchmarks)"})
+def init(c: Context, suites: str = "benchmarks") -> None:
+    """Start perfpages in this git repository: site, example suite and page, CI workflow."""
+    from perfpages.cli import init as scaffold
+
+    def write(cmd: ModuleType, out: Any) -> int:
+        written = scaffold.init(Path.cwd(), suites)
+        for path in written:
+            out.print(f"wrote {path}", highlight=False)
+        out.print("next: perfpages bench.run --suite example --quick, then pin the run in "
+                  "docs/performance/example/v1.md (docs/guide/adopt.md)", highlight=False)
+        return 0
+
+    _command(write)
+
+
+bench = Collection("bench")
+bench.add_task(run)
+bench.add_task(list_, name="list")
+bench.add_task(report)
+bench.add_task(verify)
+bench.add_task(cite)
+
+docs = Collection("docs")
+docs.add_task(build)
+docs.add_task(serve)
+
+ns = Collection(bench, docs)
+ns.add_task(init)
+
+# `invoke bench report` (a space) works like `invoke bench.report`, as under `perfpages`.
+accept_spaced_names()

@@ -1,0 +1,52 @@
+"""One error hierarchy: every user-facing problem is a single line (what, where, what to do)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PerfpagesError(Exception):
+    """A problem the user can fix; printed as one line, never as a traceback."""
+
+    def __init__(self, what: str, *, where: str | Path | None = None, line: int | None = None,
+                 key: str | None = None, fix: str | None = None) -> None:
+        self.what = what
+        self.where = str(where) if where is not None else None
+        self.line = line
+        self.key = key
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        place = ""
+        if self.where:
+            place = self.where
+            if self.line is not None:
+                place += f":{self.line}"
+            if self.key:
+                place += f": {self.key}"
+            place += ": "
+        elif self.key:
+            place = f"{self.key}: "
+        text = place + self.what
+        if self.fix:
+            text += f" — {self.fix}"
+        return text
+
+
+class Interrupted(PerfpagesError):
+    """Ctrl-C or SIGTERM: the command stopped cleanly; exits 130 as shells expect."""
+
+    exit_code = 130
+
+
+class ArchiveError(PerfpagesError):
+    """A run directory is missing, malformed or corrupt."""
+
+
+class ComparabilityError(PerfpagesError):
+    """Two runs differ in machine or format and may not share a table or claim."""
+
+
+class AnalysisError(PerfpagesError):
+    """A requested cell, label or metric is not in the data."""

@@ -1,0 +1,415 @@
+"""One load generator process: an event loop (uvloop where present) driving aiohttp.
+
+Runs in a spawned process (see `perfpages.loadgen.generator.run`): it says "ready", waits for
+the shared start instant, runs its share of the callers or of the offered rate, and sends
+back its windows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import os
+import random
+import signal
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp
+from multidict import CIMultiDict
+from yarl import URL
+
+from perfpages.archive.histogram import Latency
+from perfpages.loadgen.spec import PLACEHOLDER, Load, Request
+from perfpages.loadgen.tally import Tally
+
+# uvloop's loop.time() has millisecond resolution (and is cached per iteration): time requests with
+# the system-wide monotonic clock instead.
+now_s = time.perf_counter
+
+PROBE_S = 0.01  # how often the event loop's own lag and CPU are sampled
+WATCHDOG_S = 0.05  # how often requests are checked against their timeout
+
+
+def main(pipe: Any, load: Load, shard: int) -> None:
+    """Entry point of the spawned process; every failure goes back as one line of text."""
+    # Ctrl-C is the parent's to handle (it stops this process): no traceback from here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        loop_name, factory = _loop_factory(load.uvloop)
+        with asyncio.Runner(loop_factory=factory) as runner:
+            part = runner.run(Shard(load, shard, pipe).run())
+        part["loop"] = loop_name
+        pipe.send(("result", part))
+    except (EOFError, BrokenPipeError):
+        pass  # the parent gave up on this run (another process failed): nothing to report
+    except Exception as exc:  # report, never hang the parent
+        with contextlib.suppress(OSError):
+            pipe.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        pipe.close()
+
+
+def _loop_factory(want_uvloop: bool) -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
+    if want_uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return "uvloop", uvloop.new_event_loop
+    return "asyncio", asyncio.new_event_loop
+
+
+class Bucket:
+    """One window's Tally plus what its requests recorded since the last flush: appending a
+    rounded microsecond value costs tens of nanoseconds, hdrh's record_value() (pure Python)
+    microseconds, so values are kept here and recorded once per distinct value, losslessly."""
+
+    __slots__ = ("codes", "lag", "latency", "service", "tally")
+
+    def __init__(self, tally: Tally) -> None:
+        self.tally = tally
+        self.latency: list[int] = []
+        self.service: list[int] = []
+        self.lag: list[int] = []
+        self.codes: dict[int, int] = {}  # by status as an int: no str() per response
+
+    def flush(self) -> None:
+        tally = self.tally
+        for values, hist in ((self.latency, tally.latency), (self.service, tally.service),
+                             (self.lag, tally.lag)):
+            if values:
+                _record_all(hist, values)
+                values.clear()
+        for code, n in self.codes.items():
+            tally.codes[str(code)] += n
+        self.codes.clear()
+
+
+def _record_all(hist: Latency, values: list[int]) -> None:
+    for us, n in Counter(values).items():
+        # A zero lag is a real value, not an out-of-range one: floor it at the histogram's 1 µs.
+        hist.record_us(us if us > 1 else 1, n)
+
+
+async def sleep_until(t: float) -> None:
+    # Event-loop timers have millisecond resolution and may wake a little early.
+    while (delay := t - now_s()) > 0:
+        await asyncio.sleep(delay)
+
+
+# method, URL, headers, body: what session.request() is given
+Prepared = tuple[str, URL | str, Mapping[str, str] | None, bytes | None]
+
+
+class Template:
+    """A request ready to send: static parts prepared once, placeholders filled per request."""
+
+    def __init__(self, req: Request) -> None:
+        self.method = req.method
+        self.headers = dict(req.headers)
+        body = req.body_text()
+        if req.json is not None:
+            self.headers.setdefault("Content-Type", "application/json")
+        self.fill = [(name, "{" + name + "}", lo, hi) for name, (lo, hi) in req.fill.items()]
+        self.url_text, self.body_text = req.url, body
+        self.url: URL | str = req.url if self.fill else URL(req.url)
+        self.body: bytes | None = body.encode() if body else None
+        self.dynamic_headers = any(PLACEHOLDER.search(v) for v in self.headers.values())
+        # Without placeholders everything is built once; aiohttp copies the headers it is given
+        # (a CIMultiDict without converting it first) and takes no headers at all as None.
+        self.static: Prepared = (self.method, self.url,
+                                 CIMultiDict(self.headers) if self.headers else None, self.body)
+
+    def make(self, rng: random.Random) -> Prepared:
+        if not self.fill:
+            return self.static
+        url, body, headers = self.url_text, self.body_text, self.headers
+        if self.dynamic_headers:
+            headers = dict(headers)
+        for _name, token, lo, hi in self.fill:
+            value = str(rng.randint(lo, hi))
+            url = url.replace(token, value)
+            if body:
+                body = body.replace(f'"{token}"', value).replace(token, value)
+            if self.dynamic_headers:
+                headers = {k: v.replace(token, value) for k, v in headers.items()}
+        return self.method, url, headers, body.encode() if body else None
+
+
+class StampedRequest(aiohttp.ClientRequest):
+    """Notes when aiohttp has handed the request to the socket, so that its own work preparing
+    the request is not counted as the subject's time."""
+
+    async def send(self, conn: Any) -> aiohttp.ClientResponse:
+        response = await super().send(conn)
+        response.perfpages_sent = now_s()  # type: ignore[attr-defined]
+        return response
+
+
+class Slot:
+    """A caller's (or open-loop chain's) request in flight, for the watchdog: setting a deadline
+    per request is cheaper than a dict entry keyed by the current task. Open loop reuses them."""
+
+    __slots__ = ("deadline", "expired", "task")
+
+    def __init__(self, task: asyncio.Task[Any] | None = None) -> None:
+        self.task = task
+        self.deadline = IDLE
+        self.expired = False
+
+
+IDLE = float("inf")  # a slot's deadline with no request in flight
+FLUSH_AT = 1 << 16  # values a bucket may hold before it is recorded mid-window (bounds memory)
+
+
+class Shard:
+    """This process's share of the load, and its windows."""
+
+    def __init__(self, load: Load, shard: int, pipe: Any) -> None:
+        self.load, self.shard, self.pipe = load, shard, pipe
+        self.open = load.open_loop
+        self.callers = load.callers_of(shard)
+        self.rng = random.Random(f"{load.seed}:params:{shard}")
+        self.templates = [Template(r) for r in load.requests]
+        # One template without placeholders (the usual benchmark): the same request every time.
+        only = self.templates[0]
+        self.fixed = only.static if len(self.templates) == 1 and not only.fill else None
+        total = 0.0
+        self.cumulative = []
+        for r in load.requests:
+            total += r.weight
+            self.cumulative.append(total)
+        self.lengths = load.windows()
+        self.windows = [Tally(index=i, duration_s=d) for i, d in enumerate(self.lengths)]
+        self.warm = Tally(index=-1, duration_s=load.warmup_s)
+        self.buckets = [Bucket(t) for t in self.windows]
+        self.warm_bucket = Bucket(self.warm) if load.warmup_s > 0 else self.buckets[0]
+        self.samples: list[str] = []
+        self.t0 = self.t_start = self.t_end = 0.0
+        self.free = self.callers
+        self.backlog: deque[float] = deque()
+        self.stopping = False
+        self.slots: list[Slot] = []  # at most one per caller
+        self.spare: list[Slot] = []  # open loop: slots of chains that have ended
+        self.parent = os.getppid()
+
+    def pick(self) -> Template:
+        if len(self.templates) == 1:
+            return self.templates[0]
+        x = self.rng.random() * self.cumulative[-1]
+        return self.templates[bisect.bisect_right(self.cumulative, x)]
+
+    def bucket_at(self, t: float) -> Bucket:
+        if t < self.t0:
+            return self.warm_bucket
+        return self.buckets[min(int((t - self.t0) / self.load.window_s), len(self.buckets) - 1)]
+
+    def tally_at(self, t: float) -> Tally:
+        return self.bucket_at(t).tally
+
+    def flush(self) -> None:
+        self.warm_bucket.flush()
+        for bucket in self.buckets:
+            bucket.flush()
+
+    def slot(self, task: asyncio.Task[Any] | None = None) -> Slot:
+        slot = Slot(task)
+        self.slots.append(slot)
+        return slot
+
+    async def run(self) -> dict[str, Any]:
+        load = self.load
+        # The pool holds exactly as many connections as there are callers; no cookie jar, no
+        # decompression and no per-request timer (see watchdog()): per-request work is the
+        # generator's CPU, and at high rates that CPU is the limit.
+        connector = aiohttp.TCPConnector(limit=self.callers, limit_per_host=self.callers,
+                                         keepalive_timeout=120, ttl_dns_cache=None)
+        async with aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None),
+                cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
+                request_class=StampedRequest) as session:
+            self.session = session
+            self.pipe.send(("ready", None))
+            start_at = self.pipe.recv()  # the measurement's start, Unix time, shared by all
+            self.loop = asyncio.get_running_loop()
+            self.t0 = now_s() + (start_at - time.time())
+            self.t_start = self.t0 - load.warmup_s
+            self.t_end = self.t0 + load.duration_s
+            probe = asyncio.create_task(self.probe())
+            watchdog = asyncio.create_task(self.watchdog())
+            if self.open:
+                await self.open_loop()
+            else:
+                await asyncio.gather(*(self.caller() for _ in range(self.callers)))
+            self.stopping = True
+            cpu_s = await probe
+            await watchdog
+        self.flush()
+        tallies = ([self.warm] if load.warmup_s > 0 else []) + self.windows
+        return {"windows": [t.to_json() for t in tallies], "samples": self.samples,
+                "started": start_at, "cpu_s": cpu_s}
+
+    async def probe(self) -> float:
+        """Sample the event loop's wake-up lag and this process's CPU time, window by window."""
+        await sleep_until(self.t_start)
+        current, cpu_prev, measured = self.tally_at(now_s()), time.process_time(), 0.0
+        while True:
+            target = now_s() + PROBE_S
+            await asyncio.sleep(PROBE_S)
+            now = now_s()
+            finished = now >= self.t_end or self.stopping
+            here = current if finished else self.tally_at(now)
+            here.loop_lag.record_us(max((now - target) * 1e6, 1.0))
+            self.exit_if_orphaned()
+            if here is not current or finished:
+                cpu = time.process_time()
+                current.cpu_s += cpu - cpu_prev
+                current.cpu_max_s = current.cpu_s
+                if current.index >= 0:
+                    measured += cpu - cpu_prev
+                current, cpu_prev = here, cpu
+                if not finished:
+                    self.flush()  # a window ended: record its values (late ones come later)
+            if finished:
+                return measured
+
+    async def send(self, intended: float, sent: float, slot: Slot) -> None:
+        """One request, due at `intended` and handed to aiohttp at `sent`. Closed loop: latency
+        runs from the moment the request went to the socket, as wrk's does; open loop: from
+        `intended` (coordinated omission corrected), with service time from the socket."""
+        bucket = self.bucket_at(intended)
+        tally = bucket.tally
+        method, url, headers, body = self.fixed or self.pick().make(self.rng)
+        tally.requests += 1
+        status: int | str
+        slot.deadline = sent + self.load.timeout_s
+        wire = done = sent
+        try:
+            async with self.session.request(method, url, headers=headers, data=body,
+                                            allow_redirects=False) as resp:  # count 3xx as such
+                # Drain the body without joining it into bytes (its arrival, not its content,
+                # is measured); a small one is usually complete with the headers already.
+                content = resp.content
+                while not content.is_eof():
+                    await content.readany()
+                # The whole response is in: returning the connection to the pool is not the
+                # subject's time.
+                done = now_s()
+                status = resp.status
+                wire = getattr(resp, "perfpages_sent", sent)
+        except asyncio.CancelledError:
+            if not slot.expired:
+                raise
+            slot.expired = False
+            slot.task.uncancel()  # type: ignore[union-attr]
+            status = "timeout"
+        except TimeoutError:
+            status = "timeout"
+        except aiohttp.ClientConnectorError:
+            status = "connect"
+        except (aiohttp.ClientError, OSError):
+            status = "other"
+        finally:
+            slot.deadline = IDLE
+        if isinstance(status, str):
+            done = now_s()
+            tally.errors[status] += 1
+            latency = done - (intended if self.open else wire)
+        else:
+            codes = bucket.codes
+            codes[status] = codes.get(status, 0) + 1
+            if self.open:
+                latency = done - intended
+                bucket.service.append(round((done - wire) * 1e6))
+                bucket.lag.append(round((wire - intended) * 1e6))
+            else:
+                latency = done - wire
+            values = bucket.latency
+            values.append(round(latency * 1e6))
+            if len(values) >= FLUSH_AT:
+                bucket.flush()
+            if done < self.t_end:
+                self.bucket_at(done).tally.completed += 1
+            if intended >= self.t0 and latency * 1000.0 > tally.slowest_ms:
+                tally.note_slowest(latency * 1000.0, intended - self.t0)
+        if self.load.samples and intended >= self.t0:
+            self.samples.append(f"{intended - self.t0:.6f},{latency * 1000.0:.3f},"
+                                f"{(done - wire) * 1000.0:.3f},{status},{self.shard}\n")
+
+    def exit_if_orphaned(self) -> None:
+        # The parent was killed (its `finally` never ran): stop loading the subject at once.
+        if os.getppid() != self.parent:
+            os._exit(1)
+
+    async def watchdog(self) -> None:
+        """Time requests out by cancelling them: one sweep every WATCHDOG_S instead of a timer
+        armed and disarmed on every request."""
+        while not self.stopping or any(s.deadline < IDLE for s in self.slots):
+            await asyncio.sleep(WATCHDOG_S)
+            self.exit_if_orphaned()
+            now = now_s()
+            for slot in self.slots:
+                if slot.deadline <= now and not slot.expired:
+                    slot.expired = True
+                    slot.task.cancel()  # type: ignore[union-attr]
+
+    async def caller(self) -> None:
+        """Closed loop: the next request as soon as the last one is answered."""
+        slot = self.slot(asyncio.current_task())
+        await sleep_until(self.t_start)
+        end, send = self.t_end, self.send
+        while (now := now_s()) < end:
+            await send(now, now, slot)
+
+    async def open_loop(self) -> None:
+        """Fire on the timetable, never waiting for a response: a request that finds every
+        connection busy waits in a backlog (its wait counts in its latency and dispatch lag), and
+        is dropped, and counted, once it is `drop_after_s` late."""
+        load, loop = self.load, self.loop
+        assert load.offered_rate is not None
+        rate = load.offered_rate / load.processes
+        arrivals = random.Random(f"{load.seed}:arrivals:{self.shard}")
+        poisson = load.arrivals == "poisson"
+        # Processes interleave their timetables so that together they offer an even rate.
+        t = self.t_start + (arrivals.expovariate(rate) if poisson
+                            else self.shard / load.offered_rate)
+        tasks: set[asyncio.Task[None]] = set()
+        while t < self.t_end:
+            now = now_s()
+            if t > now:
+                await asyncio.sleep(t - now)
+                now = now_s()
+            while t <= now and t < self.t_end:
+                self.tally_at(t).offered += 1
+                if self.free > 0:
+                    self.free -= 1
+                    slot = self.spare.pop() if self.spare else self.slot()
+                    # The chain runs from the loop's next turn: its slot knows its task by then.
+                    slot.task = task = loop.create_task(self.chain(t, slot))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                else:
+                    self.backlog.append(t)
+                t += arrivals.expovariate(rate) if poisson else 1.0 / rate
+        while tasks:
+            await asyncio.gather(*list(tasks))
+
+    async def chain(self, t: float, slot: Slot) -> None:
+        """Hold one connection slot while the backlog has requests, oldest first."""
+        limit = self.load.drop_limit_s
+        while True:
+            sent = now_s()
+            if sent - t > limit:
+                self.tally_at(t).drops += 1
+            else:
+                await self.send(t, sent, slot)
+            if not self.backlog:
+                break
+            t = self.backlog.popleft()
+        self.spare.append(slot)
+        self.free += 1

@@ -1,0 +1,86 @@
+"""Block drivers: how `bench run` measures one kind of block, behind one protocol.
+
+The runner owns the order (blocks × rounds × labels, interleaved) and the pgbench floors; a
+driver owns what one label's turn in one round does, and archives its windows through the
+`Session` the runner shares with every driver. Drivers never call back into the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import psycopg
+
+from perfpages.archive.manifest import Method
+from perfpages.archive.window import Window
+from perfpages.archive.writer import ArchiveWriter
+from perfpages.run import collect
+from perfpages.run.builds import Build
+from perfpages.run.clusters import Clusters
+from perfpages.run.postgres import Server
+from perfpages.run.suite import Suite
+
+Step = Callable[[str, float], None]  # progress: what is running, seconds of the estimate done
+
+
+@dataclass
+class Session:
+    """What the runner shares with its block drivers: servers, the archive hook, diagnostics."""
+
+    clusters: Clusters
+    on_window: Callable[[Window], None] | None = None
+    diagnostics_ok: bool = True
+
+    def append(self, writer: ArchiveWriter, window: Window) -> None:
+        writer.append(window)
+        if self.on_window:
+            self.on_window(window)
+
+    def snapshot(self, server: Server, suite: Suite,
+                 settle: bool = False) -> collect.Snapshot | None:
+        if not self.diagnostics_ok:
+            return None
+        try:
+            with server.target.connect(self.clusters.admin_db(server)) as conn:
+                if settle:  # backends flush their statistics as they exit: wait for them
+                    collect.wait_idle(conn, self.clusters.db(suite, server))
+                return collect.snapshot(conn, self.clusters.db(suite, server))
+        except psycopg.Error:
+            self.diagnostics_ok = False  # e.g. an external server without pg_stat_statements
+            return None
+
+
+class BlockDriver(Protocol):
+    """One kind of block (`BlockSpec`, `HttpBlockSpec`): what the runner asks of it."""
+
+    def parameters(self, block: Any) -> tuple[str, ...]:
+        """The parameter names its windows carry (declared in run.json)."""
+        ...
+
+    def scope(self, block: Any, method: Method, labels: list[str]) -> tuple[int, list[str]]:
+        """The rounds and labels the block runs (a block may narrow the suite's)."""
+        ...
+
+    def turn_seconds(self, block: Any, method: Method) -> float:
+        """The progress bar's estimate of one label's turn."""
+        ...
+
+    def floor(self, suite: Suite, block: Any, position: str, b: Build,
+              writer: ArchiveWriter) -> None:
+        """A floor of the driver's own beside the pgbench floor (or nothing)."""
+        ...
+
+    def turn(self, suite: Suite, block: Any, rnd: int, b: Build, writer: ArchiveWriter,
+             method: Method, totals: collect.Totals, step: Step) -> None:
+        """One label's turn in one round: warm-up and measure windows, archived."""
+        ...
+
+    def plans(self, block: Any) -> dict[str, str]:
+        """Named queries to EXPLAIN after the block, outside the timed windows."""
+        ...
+
+    def close(self) -> None:
+        """Remove what the driver made for the run (working directories)."""
+        ...

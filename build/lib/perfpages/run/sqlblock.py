@@ -1,0 +1,100 @@
+"""pgbench blocks of `bench run`: a label's turn is a warm-up, then one window per client count.
+
+Also the pgbench floor every block gets before and after it (select-only, one client, straight
+to PostgreSQL): whether the machine drifted while the block ran.
+"""
+
+from __future__ import annotations
+
+from perfpages.archive.manifest import Method
+from perfpages.archive.reader import FLOOR_LABEL
+from perfpages.archive.window import Window
+from perfpages.archive.writer import ArchiveWriter, utc_now
+from perfpages.run import collect, pgbench
+from perfpages.run.blocks import Session, Step
+from perfpages.run.builds import Build
+from perfpages.run.suite import BlockSpec, Suite
+
+
+def floor(session: Session, suite: Suite, block: str, position: str, b: Build,
+          writer: ArchiveWriter) -> None:
+    """pgbench select-only, one client, on the first label's server (warm-up not archived)."""
+    params: dict[str, str | int] = {"position": position, "clients": 1}
+    w = Window(block, FLOOR_LABEL, 0, params, "", 0, kind="floor")
+    if writer.has(w.key):
+        return
+    server = session.clusters.start(suite, b)
+    target = server.target.with_db(session.clusters.floor_db(server))
+    script = [pgbench.Script(builtin="select-only")]
+    pgbench.run(server.bin, target, script, 1, 1, env=b.env)
+    start = utc_now()
+    res = pgbench.run(server.bin, target, script, 1, suite.floor_s, env=b.env)
+    session.append(writer, pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res))
+
+
+class PgbenchBlocks:
+    """The driver of `BlockSpec` blocks (see `perfpages.run.blocks.BlockDriver`)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def parameters(self, block: BlockSpec) -> tuple[str, ...]:
+        return ("clients",)
+
+    def scope(self, block: BlockSpec, method: Method,
+              labels: list[str]) -> tuple[int, list[str]]:
+        return method.rounds, labels
+
+    def turn_seconds(self, block: BlockSpec, method: Method) -> float:
+        return method.warmup_s + len(block.clients) * method.window_s
+
+    def floor(self, suite: Suite, block: BlockSpec, position: str, b: Build,
+              writer: ArchiveWriter) -> None:
+        return None  # the pgbench floor is the runner's, for every block
+
+    def plans(self, block: BlockSpec) -> dict[str, str]:
+        return dict(block.explain)
+
+    def close(self) -> None:
+        return None
+
+    def turn(self, suite: Suite, block: BlockSpec, rnd: int, b: Build, writer: ArchiveWriter,
+             method: Method, totals: collect.Totals, step: Step) -> None:
+        name = b.label.name
+        clusters = self.session.clusters
+        todo = [c for c in block.clients if not writer.has(
+            Window(block.name, name, rnd, {"clients": c}, "", 0).key)]
+        if not todo:
+            step(f"{block.name} r{rnd} {name}: archived", self.turn_seconds(block, method))
+            return
+        server = clusters.start(suite, b)
+        target = server.target.with_db(clusters.db(suite, server))
+        defines = {**block.defines}
+        warm = Window(block.name, name, rnd, {"clients": max(block.clients)}, "", 0,
+                      kind="warmup")
+        if method.warmup_s > 0 and not writer.has(warm.key):
+            start = utc_now()
+            res = pgbench.run(server.bin, target, list(block.scripts), max(block.clients),
+                              method.warmup_s, prepared=block.prepared, defines=defines,
+                              env=b.env, sampling=block.log_sampling)
+            self.session.append(writer, pgbench.to_window(block.name, name, rnd, warm.params,
+                                                          "warmup", start, res))
+        step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
+        before = self.session.snapshot(server, suite)
+        with collect.WaitSampler(lambda: server.target.connect(clusters.admin_db(server)),
+                                 clusters.db(suite, server)) as sampler:
+            for clients in block.clients:
+                if clients in todo:
+                    start = utc_now()
+                    res = pgbench.run(server.bin, target, list(block.scripts), clients,
+                                      method.window_s, prepared=block.prepared,
+                                      defines=defines, env=b.env,
+                                      sampling=block.log_sampling)
+                    self.session.append(writer, pgbench.to_window(
+                        block.name, name, rnd, {"clients": clients}, "measure", start, res))
+                step(f"{block.name} r{rnd} {name} c={clients}", method.window_s)
+        after = self.session.snapshot(server, suite, settle=True)
+        if before and after:
+            totals.add(before, after)
+        totals.waits.update(sampler.events)
+        totals.samples += sampler.samples

@@ -1,0 +1,274 @@
+"""The suite API: what a `benchmarks/<name>.py` module declares, and how it is loaded.
+
+A suite module defines `suite(quick: bool) -> Suite`. A Suite names its labels (pinned builds),
+its data set (a seeded, deterministic generator), its blocks (pgbench scripts, client sweep,
+named queries to EXPLAIN) and its method defaults. See docs/guide/suites.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import psycopg
+
+from perfpages.errors import PerfpagesError
+from perfpages.run.pgbench import Script
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class LabelSpec:
+    """A build to measure: `package="name==1.2.3"`, or `git=REPO` at `ref`, or nothing.
+
+    `env` is added to the environment of everything the label runs (pgbench, hooks);
+    `pg_settings` are the server's settings while the label is measured."""
+
+    name: str
+    package: str = ""
+    git: str = ""
+    ref: str = "HEAD"
+    subdirectory: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    pg_settings: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[\w.+-]+", self.name):
+            raise PerfpagesError(f"bad label name {self.name!r}", key="labels",
+                                 fix="use letters, digits, '.', '-', '_' or '+'")
+        if self.package and self.git:
+            raise PerfpagesError(f"label {self.name!r} pins both a package and a git repository",
+                                 key=f"labels.{self.name}", fix="pin one of them")
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """Rows to load once per server: `load(conn, rows, seed)` must be deterministic."""
+
+    name: str
+    rows: int
+    load: Callable[[psycopg.Connection, int, int], None]
+    seed: int = 42
+    extensions: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """What the loaded data depends on, the loader's whole module included ('' if unknown)."""
+        try:
+            source = Path(inspect.getsourcefile(self.load) or "").read_bytes()
+        except (OSError, TypeError):
+            return ""
+        parts = [self.name, self.rows, self.seed, list(self.extensions),
+                 hashlib.sha256(source).hexdigest()]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """One table of the report: pgbench scripts run at each client count of the sweep."""
+
+    name: str
+    scripts: tuple[Script, ...]
+    clients: tuple[int, ...] = (1,)
+    title: str = ""
+    description: str = ""
+    prepared: bool = True
+    defines: dict[str, str] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ("throughput", "p50", "p95", "p99")
+    explain: dict[str, str] = field(default_factory=dict)  # name -> SQL, planned with ANALYZE
+    log_sampling: float = 1.0  # fraction of transactions logged for the latency histograms
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.name):
+            raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
+                                 fix="use lower-case letters, digits, '-' or '_'")
+        if not 0 < self.log_sampling <= 1:
+            raise PerfpagesError(f"block {self.name!r}: log_sampling must be in (0, 1]",
+                                 key=f"blocks.{self.name}.log_sampling")
+        if not self.scripts or not self.clients or min(self.clients) < 1:
+            raise PerfpagesError(f"block {self.name!r} needs scripts and client counts >= 1",
+                                 key=f"blocks.{self.name}")
+
+
+@dataclass(frozen=True)
+class HttpTurn:
+    """What a case's load factory knows when it is called: where the subject listens, and the
+    capacity measured earlier in the same turn (for open-loop shares)."""
+
+    base_url: str
+    window_s: float
+    warmup_s: float
+    seed: int
+    capacity: float | None = None
+
+
+@dataclass(frozen=True)
+class HttpCase:
+    """One measured load of an HTTP block: its parameters (archived) and how to make the load.
+
+    `load(turn)` returns a `perfpages.Load`. Cases with the same `env` share one start of the
+    subject; a case with `capacity=True` sets the capacity later cases take shares of.
+    `samples=True` keeps every request in samples/ (the cold path)."""
+
+    params: dict[str, str | int]
+    load: Callable[[HttpTurn], Any]
+    env: dict[str, str] = field(default_factory=dict)
+    capacity: bool = False
+    samples: bool = False
+
+
+@dataclass(frozen=True)
+class HttpBlockSpec:
+    """A block that drives the suite's subject service over HTTP with the load generator.
+
+    `labels`/`rounds`/`window_s` narrow the suite's defaults for this block (a cold path of
+    one long round on one build, say). `flamegraph` samples the subject with py-spy during the
+    first case of round 1, for every label, and files the CPU shares by `flame_rules`."""
+
+    name: str
+    cases: tuple[HttpCase, ...]
+    title: str = ""
+    description: str = ""
+    metrics: tuple[str, ...] = ("throughput", "p50", "p99")
+    labels: tuple[str, ...] = ()
+    rounds: int | None = None
+    window_s: float | None = None
+    flamegraph: bool = False
+    flame_rules: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.name):
+            raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
+                                 fix="use lower-case letters, digits, '-' or '_'")
+        if not self.cases:
+            raise PerfpagesError(f"block {self.name!r} needs cases", key=f"blocks.{self.name}")
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k for case in self.cases for k in case.params))
+
+
+@dataclass(frozen=True)
+class Service:
+    """How an HTTP suite runs its subject for a label.
+
+    `prepare(build, target, workdir)` runs once per label and run, before its first turn (create
+    its store, apply its configuration); `spec(build, target, workdir, env)` returns the
+    `perfpages.run.service.ServiceSpec` to start (`env`: the case's overrides)."""
+
+    spec: Callable[..., Any]
+    prepare: Callable[..., None] | None = None
+    floor_path: str = "/health"
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    title: str
+    labels: tuple[LabelSpec, ...]
+    blocks: tuple[BlockSpec | HttpBlockSpec, ...]
+    dataset: DataSet
+    service: Service | None = None
+    rounds: int = 5
+    order: Literal["rotate", "shuffle", "fixed"] = "rotate"
+    warmup_s: float = 5.0
+    window_s: float = 30.0
+    floor_s: float = 3.0
+    min_rounds: int = 5
+    drift_threshold: float = 0.10
+    scope: Literal["full", "quick", "test"] = "full"
+    database: str = "bench"
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        for kind, names in (("label", [x.name for x in self.labels]),
+                            ("block", [x.name for x in self.blocks])):
+            if not names or len(set(names)) != len(names):
+                raise PerfpagesError(f"suite {self.name!r} needs distinct {kind} names",
+                                     key=f"{kind}s")
+        http = [b.name for b in self.blocks if isinstance(b, HttpBlockSpec)]
+        if http and self.service is None:
+            raise PerfpagesError(f"HTTP blocks {', '.join(http)} need the suite's service",
+                                 key="service", fix="pass service=Service(spec=…)")
+
+    def label(self, name: str) -> LabelSpec:
+        return next(x for x in self.labels if x.name == name)
+
+    def select(self, labels: list[str] | None, blocks: list[str] | None) -> Suite:
+        """The same suite restricted to some labels and blocks (unknown names: one line)."""
+        from dataclasses import replace
+
+        def pick(kind: str, wanted: list[str] | None, items: tuple[Any, ...]) -> tuple[Any, ...]:
+            if not wanted:
+                return items
+            known = {x.name: x for x in items}
+            for name in wanted:
+                if name not in known:
+                    raise PerfpagesError(f"suite {self.name!r} has no {kind} {name!r}",
+                                         key=f"--{kind}s",
+                                         fix=f"choose among: {', '.join(known)}")
+            return tuple(known[n] for n in wanted)
+
+        return replace(self, labels=pick("label", labels, self.labels),
+                       blocks=pick("block", blocks, self.blocks))
+
+
+def available(directory: Path) -> list[str]:
+    """Suite modules: those defining `suite(quick)` (benchmark scripts beside them are not)."""
+    return sorted(p.stem for p in directory.glob("*.py")
+                  if NAME.match(p.stem) and not p.stem.startswith("bench_")
+                  and "\ndef suite(" in p.read_text(errors="replace"))
+
+
+def _line_in(path: Path, exc: BaseException) -> int | None:
+    """The line of the suite module nearest to where `exc` was raised."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if Path(f.filename).resolve() == path.resolve()]
+    return frames[-1].lineno if frames else None
+
+
+def load(name: str, directory: Path, quick: bool = False) -> Suite:
+    """Import `directory/<name>.py` and call its `suite(quick)`."""
+    path = directory / f"{name}.py"
+    if not NAME.match(name) or not path.is_file():
+        names = ", ".join(available(directory)) or "none"
+        raise PerfpagesError(f"no suite {name!r}", where=directory, key="--suite",
+                             fix=f"choose among: {names}")
+    module_name = f"perfpages_suite_{name.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+        factory = getattr(module, "suite", None)
+        if not callable(factory):
+            raise PerfpagesError("defines no suite(quick) function", where=path, key="suite",
+                                 fix="see docs/guide/suites.md")
+        result = factory(quick)
+    except PerfpagesError as exc:
+        if exc.where:
+            raise
+        raise PerfpagesError(exc.what, where=path, line=_line_in(path, exc), key=exc.key,
+                             fix=exc.fix) from None
+    except SyntaxError as exc:
+        raise PerfpagesError(f"syntax error: {exc.msg}", where=path, line=exc.lineno,
+                             fix="fix the suite module") from None
+    except Exception as exc:  # a suite is user code: its bug is one line, not a traceback
+        raise PerfpagesError(f"{type(exc).__name__}: {exc}", where=path,
+                             line=_line_in(path, exc),
+                             fix="fix the suite module (docs/guide/suites.md)") from None
+    if not isinstance(result, Suite):
+        raise PerfpagesError("suite(quick) did not return a perfpages.Suite", where=path,
+                             key="suite", fix="see docs/guide/suites.md")
+    return result

@@ -1,0 +1,182 @@
+"""Claims: a sentence bound to a condition over the pinned data, checked at build and by pytest.
+
+Every condition is decided by `perfpages.analysis.decision` on raw values, exactly as the tables
+and `bench report` decide: a claim and the table beside it can never disagree. The messages
+print the figures as the page does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from perfpages.analysis import decision
+from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
+from perfpages.analysis.method import format_percent
+from perfpages.analysis.metric import format_number, format_value, info
+from perfpages.errors import AnalysisError
+from perfpages.site.facts import floor_drift, text
+from perfpages.site.macros import scale, verdict
+from perfpages.site.pins import Found, Pins
+
+MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
+
+
+@dataclass(frozen=True)
+class Condition:
+    holds: bool
+    expected: str
+    data: str
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+@dataclass(frozen=True)
+class Claim:
+    path: str  # as shown to the user: docs/PATH.md
+    line: int
+    sentence: str
+    condition: Condition
+
+    @property
+    def holds(self) -> bool:
+        return self.condition.holds
+
+    @property
+    def message(self) -> str:
+        return (f"{self.path}:{self.line}: claim \"{self.sentence}\" — expected "
+                f"{self.condition.expected}, data {self.condition.data}")
+
+
+def _listing(items: list[str]) -> str:
+    head = "; ".join(items[:MAX_ITEMS])
+    more = len(items) - MAX_ITEMS
+    return head + (f"; … and {more} more" if more > 0 else "")
+
+
+def _where(f: Found, *skip: str) -> str:
+    return f.describe("label", *skip) or f.block
+
+
+class Conditions:
+    """The conditions a page's claims can use, bound to its pins."""
+
+    def __init__(self, pins: Pins) -> None:
+        self.pins = pins
+
+    def namespace(self) -> dict[str, Callable[..., Condition]]:
+        return {"faster": self.faster, "slower": self.slower, "between": self.between,
+                "below": self.below, "above": self.above, "overlap": self.overlap,
+                "saturated": self.saturated, "drifted": self.drifted}
+
+    def _changes(self, base: str, other: str, metric: str,
+                 filters: dict[str, Any]) -> list[tuple[Found, Change]]:
+        pairs = self.pins.pairs(base, other, metric=metric, **filters)
+        return [(b, Change(metric, a.cell, b.cell, self.pins.min_rounds(a.run))) for a, b in pairs]
+
+    def faster(self, base: str, other: str, metric: str = "throughput", *, clear: bool = True,
+               **filters: Any) -> Condition:
+        """`other` better than `base` in every cell: a clear gain (ranges apart), or with
+        clear=False a better median."""
+        return self._direction(base, other, metric, clear, True, filters)
+
+    def slower(self, base: str, other: str, metric: str = "throughput", *, clear: bool = True,
+               **filters: Any) -> Condition:
+        """`other` worse than `base` in every cell (a clear loss, or a worse median)."""
+        return self._direction(base, other, metric, clear, False, filters)
+
+    def _direction(self, base: str, other: str, metric: str, clear: bool, gain: bool,
+                   filters: dict[str, Any]) -> Condition:
+        if info(metric).higher_is_better is None:
+            raise AnalysisError(f"{metric!r} has no better direction: use between() or overlap()")
+        items, ok = [], True
+        for f, c in self._changes(base, other, metric, filters):
+            ok &= c.better is gain and (c.clear or not clear)
+            items.append(f"{_where(f)}: {format_percent(c.percent)} ({verdict(c)})")
+        word = "gain" if gain else "loss"
+        expected = (f"a clear {word} of {other} over {base} in every cell" if clear else
+                    f"{other} {'better' if gain else 'worse'} than {base} in every cell")
+        return Condition(ok, f"{expected} ({metric})", _listing(items))
+
+    def between(self, low: float, high: float, base: str, other: str,
+                metric: str = "throughput", **filters: Any) -> Condition:
+        """Every cell's change of `other` over `base` within [low, high] percent."""
+        items, ok = [], True
+        for f, c in self._changes(base, other, metric, filters):
+            ok &= decision.within(c.percent, low, high)
+            items.append(f"{_where(f)}: {format_percent(c.percent)}")
+        return Condition(ok, f"a change of {other} over {base} between "
+                             f"{format_percent(low)} and {format_percent(high)} ({metric})",
+                         _listing(items))
+
+    def below(self, metric: str, limit: float, *, unit: str | None = None,
+              stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
+        """Every selected cell's median (or stat='max': every round) below `limit`."""
+        return self._bound(metric, limit, unit, stat, digits, True, filters)
+
+    def above(self, metric: str, limit: float, *, unit: str | None = None,
+              stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
+        """Every selected cell's median (or stat='min': every round) above `limit`."""
+        return self._bound(metric, limit, unit, stat, digits, False, filters)
+
+    def _bound(self, metric: str, limit: float, unit: str | None, stat: str,
+               digits: int | None, below: bool, filters: dict[str, Any]) -> Condition:
+        if stat not in ("median", "min", "max"):
+            raise AnalysisError(f"stat must be median, min or max, not {stat!r}")
+        factor, shown_unit = scale(metric, unit)
+        items, ok = [], True
+        for f in self.pins.select(metric=metric, **filters):
+            value = getattr(f.cell, stat) * factor
+            ok &= decision.beyond(value, limit, below=below)
+            items.append(f"{f.describe()}: {format_value(value, shown_unit, digits)}")
+        word = "below" if below else "above"
+        what = metric if stat == "median" else f"{metric} ({stat} of the rounds)"
+        return Condition(ok, f"{what} {word} {format_value(limit, shown_unit, digits)} in every "
+                             "cell", _listing(items))
+
+    def overlap(self, base: str, other: str, metric: str = "throughput",
+                **filters: Any) -> Condition:
+        """The ranges of `base` and `other` overlap in every cell."""
+        items, ok = [], True
+        for f, c in self._changes(base, other, metric, filters):
+            ok &= not c.separated
+            items.append(f"{_where(f)}: {format_number(c.base.min)}–{format_number(c.base.max)}"
+                         f" vs {format_number(c.other.min)}–{format_number(c.other.max)}")
+        return Condition(ok, f"the ranges of {base} and {other} overlap in every cell "
+                             f"({metric})", _listing(items))
+
+    def saturated(self, low: float, high: float, *, x: str = "clients",
+                  **filters: Any) -> Condition:
+        """From x=low to x=high, every selected series gains less throughput than the report's
+        knee rule allows (+10 %) while its p95 rises more than the rule's +50 %."""
+        items, ok = [], True
+        where = dict(filters.pop("where", None) or {})
+        for f in self.pins.select(metric="throughput", where={**where, x: low}, **filters):
+            same = {k: v for k, v in f.params.items() if k != x}
+
+            def at(metric: str, value: float, f: Found = f, same: dict[str, Any] = same) -> Any:
+                found = self.pins.select(metric=metric, run=f.run, block=f.block,
+                                         label=f.label, where={**same, x: value})
+                if len(found) != 1:
+                    raise AnalysisError(f"{len(found)} cells of {metric!r} at {x}={value} for "
+                                        f"{f.describe('parameters')}",
+                                        fix="narrow the selection with block=, label= or where=")
+                return found[0].cell
+
+            gain = Change("throughput", at("throughput", low), at("throughput", high))
+            rise = Change("p95", at("p95", low), at("p95", high))
+            ok &= decision.saturated(gain.ratio - 1, rise.ratio - 1)
+            items.append(f"{f.describe('parameters')}: throughput {format_percent(gain.percent)}"
+                         f", p95 {format_percent(rise.percent)}")
+        return Condition(ok, f"from {x}={text(low)} to {x}={text(high)}, "
+                             f"throughput growing less than {format_percent(MIN_GAIN * 100)} "
+                             f"while p95 rises more than {format_percent(P95_RISE * 100)}",
+                         _listing(items))
+
+    def drifted(self, *, block: str | None = None, run: str | None = None) -> Condition:
+        """The floors after a block differ from those before by more than the run's threshold."""
+        d = floor_drift(self.pins.runs[self.pins.aliases(run)[0]], block)
+        return Condition(d.flagged, f"floors drifting beyond "
+                                    f"{format_number(d.threshold * 100)} %", d.describe())

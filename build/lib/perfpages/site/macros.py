@@ -1,0 +1,236 @@
+"""The macros a performance page calls: table, figure, change, chart, given.
+
+Every figure they print is computed from the page's pinned runs and escaped; `given` marks a
+figure that is not a measurement (a setting, a size) so the lint lets it stand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.method import format_percent, format_range
+from perfpages.analysis.metric import format_number, format_value, info
+from perfpages.archive.reader import path_part
+from perfpages.errors import AnalysisError
+from perfpages.site import charts as svgchart
+from perfpages.site import escape
+from perfpages.site.pins import Found, Pins
+
+# Unit conversions from a metric's archived unit: (archived, shown) -> factor.
+CONVERSIONS = {("ms", "ms"): 1.0, ("ms", "µs"): 1000.0, ("ms", "us"): 1000.0,
+               ("ms", "s"): 0.001, ("ms", "ns"): 1e6, ("/s", "/s"): 1.0, ("/s", "/min"): 60.0,
+               ("/s", "k/s"): 0.001, ("%", "%"): 1.0, ("", ""): 1.0}
+SHORT_VERDICT = {"clear gain": "clear gain", "clear loss": "clear loss",
+                 "ranges overlap": "overlap", "ranges apart": "apart"}
+
+
+def scale(metric: str, unit: str | None) -> tuple[float, str]:
+    """The factor and unit to show a metric in; `unit=None` keeps the archived unit."""
+    archived = info(metric).unit
+    if unit is None or unit == archived:
+        return 1.0, archived
+    factor = CONVERSIONS.get((archived, unit))
+    if factor is None:
+        choices = sorted({u for a, u in CONVERSIONS if a == archived})
+        raise AnalysisError(f"cannot show {metric!r} ({archived or 'no unit'}) in {unit!r}",
+                            fix=f"use one of: {', '.join(choices) or 'no unit'}")
+    return factor, unit
+
+
+def scaled(cell: Cell, factor: float) -> Cell:
+    return Cell(tuple(v * factor for v in cell.values))
+
+
+def cell_text(cell: Cell, unit: str = "", digits: int | None = None, spread: bool = True) -> str:
+    """"1.27 ms (1.23–1.30)": the median with its unit, then the range of the rounds."""
+    head = format_value(cell.median, unit, digits)
+    if not spread or cell.n == 1:
+        return head
+    return f"{head} ({format_number(cell.min, digits)}–{format_number(cell.max, digits)})"
+
+
+def verdict(change: Change) -> str:
+    text = change.verdict
+    return SHORT_VERDICT.get(text, "too few rounds" if text.startswith("too few") else text)
+
+
+def _order(values: Iterable[Any], preferred: list[str]) -> list[Any]:
+    unique = list(dict.fromkeys(values))
+    if all(v in preferred for v in unique):
+        return [v for v in dict.fromkeys(preferred) if v in unique]
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in unique):
+        return sorted(unique)
+    return unique
+
+
+class Macros:
+    """Bound to one page's pins; `namespace()` is what its Jinja template sees."""
+
+    def __init__(self, pins: Pins) -> None:
+        self.pins = pins
+
+    def namespace(self) -> dict[str, Callable[..., Any]]:
+        return {"table": self.table, "figure": self.figure, "change": self.change,
+                "chart": self.chart, "cpu_shares": self.cpu_shares, "given": given}
+
+    def _header(self, dimension: str, value: Any, unit: str) -> str:
+        if dimension == "metric":
+            return escape.md(f"{value} ({unit})" if unit else value)
+        if dimension == "block":
+            for loaded in self.pins.runs.values():
+                if value in loaded.manifest.blocks:
+                    return escape.md(loaded.manifest.block(value).title or value)
+        return escape.md(value)
+
+    def table(self, metric: str | list[str] = "throughput", rows: str = "parameters",
+              columns: str = "label", *, unit: str | None = None, digits: int | None = None,
+              change: str | None = None, spread: bool = True, **filters: Any) -> str:
+        """A Markdown table: a cell per (row, column), "median (min–max)" of the rounds."""
+        metrics = [metric] if isinstance(metric, str) else list(metric)
+        if len(metrics) > 1 and "metric" not in (rows, columns):
+            raise AnalysisError("several metrics need rows='metric' or columns='metric'")
+        found = [f for m in metrics for f in self.pins.select(metric=m, **filters)]
+        labels = list(dict.fromkeys(lab for alias in self.pins.runs
+                                    for lab in self.pins.labels(alias)))
+        row_keys = _order((f.value(rows) for f in found), labels + metrics)
+        col_keys = _order((f.value(columns) for f in found), labels + metrics)
+        grid: dict[tuple[Any, Any], Found] = {}
+        for f in found:
+            key = (f.value(rows), f.value(columns))
+            if key in grid:
+                raise AnalysisError(
+                    f"several cells at row {key[0]!r}, column {key[1]!r} "
+                    f"({grid[key].describe()} and {f.describe()})",
+                    fix="narrow the selection with block=, where={…} or label=, "
+                        "or lay out the dimension that differs")
+            grid[key] = f
+        units = {m: scale(m, unit) for m in metrics}
+        corner = escape.md(rows)
+        if "metric" not in (rows, columns):
+            shown = units[metrics[0]][1]
+            corner = escape.md(f"{metrics[0]} ({shown})" if shown else metrics[0])
+        header = [corner] + [self._header(columns, c, units[c][1] if columns == "metric" else "")
+                             for c in col_keys]
+        extra = self._change_columns(change, rows, columns, row_keys, col_keys)
+        header += [escape.md(f"{other} vs {change}") for other in extra]
+        body = []
+        for r in row_keys:
+            line = [self._header(rows, r, units[r][1] if rows == "metric" else "")]
+            for c in col_keys:
+                f = grid.get((r, c))
+                if f is None:
+                    line.append("—")
+                    continue
+                factor, _ = units[f.metric]  # the unit is in the header, not in every cell
+                line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)))
+            for other in extra:
+                line.append(self._change_cell(grid, change, other, r, rows, columns, col_keys))
+            body.append(line)
+        return "\n\n" + escape.table(header, body) + "\n\n"
+
+    def _change_columns(self, base: str | None, rows: str, columns: str, row_keys: list[Any],
+                        col_keys: list[Any]) -> list[Any]:
+        if base is None:
+            return []
+        if "label" not in (rows, columns):
+            raise AnalysisError("change= needs labels as rows or columns",
+                                fix="add rows='label' or columns='label'")
+        keys = col_keys if columns == "label" else row_keys
+        if base not in keys:
+            raise AnalysisError(f"no label {base!r} in the table",
+                                fix=f"use one of: {', '.join(map(str, keys))}")
+        return [k for k in keys if k != base] if columns == "label" else list(col_keys)
+
+    def _change_cell(self, grid: dict[tuple[Any, Any], Found], base: str, other: Any, r: Any,
+                     rows: str, columns: str, col_keys: list[Any]) -> str:
+        if columns == "label":
+            a, b = grid.get((r, base)), grid.get((r, other))
+        else:  # labels are rows: compare this row's label with the base row, in column `other`
+            a, b = grid.get((base, other)), grid.get((r, other))
+            if r == base:
+                return "—"
+        if a is None or b is None:
+            return "—"
+        c = Change(a.metric, a.cell, b.cell, self.pins.min_rounds(a.run))
+        return escape.md(f"{format_percent(c.percent)} ({verdict(c)})")
+
+    def figure(self, metric: str, *, unit: str | None = None, digits: int | None = None,
+               spread: bool = True, **filters: Any) -> str:
+        """One cell as text: "1.27 ms (1.23–1.30)"."""
+        found = self.pins.select(metric=metric, **filters)
+        if len(found) > 1:
+            where = "; ".join(f.describe() for f in found[:4])
+            raise AnalysisError(f"figure() matches {len(found)} cells ({where})",
+                                fix="narrow it with label=, block= or where={…}")
+        factor, shown = scale(metric, unit)
+        return escape.md(cell_text(scaled(found[0].cell, factor), shown, digits, spread))
+
+    def change(self, base: str, other: str, metric: str = "throughput", *,
+               show_verdict: bool = True, **filters: Any) -> str:
+        """The change of the medians, or the range across cells, with its verdict."""
+        pairs = self.pins.pairs(base, other, metric=metric, **filters)
+        changes = [Change(metric, a.cell, b.cell, self.pins.min_rounds(a.run)) for a, b in pairs]
+        if len(changes) == 1:
+            text = format_percent(changes[0].percent)
+            note = verdict(changes[0])
+        else:
+            text = format_range(changes)
+            note = f"{sum(c.clear for c in changes)} of {len(changes)} clear"
+        return escape.md(f"{text} ({note})" if show_verdict else text)
+
+    def chart(self, x: str = "callers", y: str | list[str] = "throughput", *,
+              unit: str | None = None, title: str | None = None, log_x: bool | None = None,
+              **filters: Any) -> str:
+        """Inline SVG: a line per label (and metric) through the medians, a dot per round."""
+        metrics = [y] if isinstance(y, str) else list(y)
+        series: dict[str, svgchart.Series] = {}
+        shown = ""
+        for metric in metrics:
+            factor, shown = scale(metric, unit)
+            for f in self.pins.select(metric=metric, **filters):
+                name = f.label if len(metrics) == 1 else f"{f.label} {metric}"
+                if len(self.pins.runs) > 1 and "run" not in filters:
+                    name = f"{f.run}: {name}"
+                s = series.setdefault(name, svgchart.Series(name))
+                xv = f.value(x)
+                if any(p.x == xv for p in s.points):
+                    raise AnalysisError(f"several cells of {name!r} at {x}={xv}",
+                                        fix="narrow the chart with block=, label= or where={…}")
+                c = scaled(f.cell, factor)
+                s.points.append(svgchart.Point(xv, c.median, c.values))
+        y_title = ", ".join(metrics) + (f" ({shown})" if shown else "")
+        return "\n\n" + svgchart.svg(list(series.values()), title=title or f"{y_title} by {x}",
+                                     x_title=x, y_title=y_title, log_x=log_x) + "\n\n"
+
+    def cpu_shares(self, block: str = "profile", label: str | list[str] | None = None, *,
+                   run: str | None = None, digits: int = 1) -> str:
+        """Where the subject's CPU went (py-spy), by category: a column per label."""
+        alias = self.pins.aliases(run)[0]
+        loaded = self.pins.runs[alias]
+        wanted = [label] if isinstance(label, str) else list(label or loaded.manifest.labels)
+        found: dict[str, dict[str, Any]] = {}
+        for name in wanted:
+            path = loaded.path / "diagnostics" / block / path_part(name) / "cpu-shares.json"
+            if path.is_file():
+                found[name] = json.loads(path.read_text())
+        if not found:
+            raise AnalysisError(f"no CPU shares for block {block!r} in run {alias!r}",
+                                fix="profile the block (HttpBlockSpec(flamegraph=True))")
+        categories = list(dict.fromkeys(c for d in found.values() for c in d["shares_pct"]))
+        lines = ["| CPU samples by category | " + " | ".join(escape.md(n) for n in found) + " |",
+                 "|---|" + "---|" * len(found)]
+        for category in categories:
+            cells = [f"{d['shares_pct'].get(category, 0.0):.{digits}f} %" for d in found.values()]
+            lines.append(f"| {escape.md(category)} | " + " | ".join(cells) + " |")
+        lines.append("| samples | " + " | ".join(f"{d['samples']:,}" for d in found.values())
+                     + " |")
+        return "\n".join(lines)
+
+
+def given(text: object) -> str:
+    """A figure that is not a measurement (a setting, a size): shown as typed, never linted."""
+    return escape.md(text)
+

@@ -1,0 +1,206 @@
+"""A performance page: front matter pins, macros rendered by Jinja, claims, lint — no MkDocs.
+
+Only pages that pin runs are rendered. Fenced code and code spans are set aside before Jinja sees
+the page (so `{{ … }}` in an example stays literal) and put back line for line, so every error,
+claim and lint finding names the true line of the source file.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from perfpages.errors import PerfpagesError
+from perfpages.site import escape, lint
+from perfpages.site.claims import Claim, Condition, Conditions
+from perfpages.site.facts import Facts
+from perfpages.site.macros import Macros
+from perfpages.site.pins import Pins, parse_front_matter
+from perfpages.site.store import RunStore
+
+FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
+CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+TOKEN = "\x00{}\x00"
+CLAIM_MARK = re.compile("\x01(\\d+)\x01")
+GUIDE = "see docs/guide/pages.md"
+
+
+@dataclass
+class Rendered:
+    markdown: str
+    claims: list[Claim] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # lint findings and failed claims
+    pins_runs: bool = True  # False: the page has no `runs:` and was left as written
+
+
+def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
+    """Front matter, body, and the number of source lines before the body (as MkDocs strips).
+    Front matter that is not YAML is an error naming `path` and the line (MkDocs would
+    silently render it as text, with the page's pins and macros unread)."""
+    m = FRONT_MATTER.match(source)
+    if not m:
+        return {}, source, 0
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as exc:
+        if path is None:
+            return {}, source, 0
+        mark = getattr(exc, "problem_mark", None)
+        raise PerfpagesError(f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                             where=path, line=mark.line + 2 if mark else 1, key="front matter",
+                             fix="fix the YAML between the two `---` lines") from None
+    rest = source[m.end():]
+    body = rest.lstrip("\n")
+    return (meta if isinstance(meta, dict) else {}), body, source[: len(source) - len(body)].count(
+        "\n")
+
+
+def offset_of(source: str, body: str) -> int:
+    """Lines of the source before `body` (MkDocs hands plugins the body without front matter)."""
+    if body and source.endswith(body):
+        return source[: len(source) - len(body)].count("\n")
+    return split(source)[2]
+
+
+def pin_lines(source: str, aliases: dict[str, str]) -> dict[str, int]:
+    """The source line of each alias under `runs:` (the `runs:` line itself as a fallback)."""
+    m = FRONT_MATTER.match(source)
+    if not m:
+        return {}
+    lines = source[: m.end()].split("\n")
+    start = next((i for i, text in enumerate(lines) if text.startswith("runs:")), 0)
+    out = {}
+    for alias, run_id in aliases.items():
+        out[alias] = start + 1
+        for i in range(start, len(lines)):
+            text = lines[i].strip().lstrip("- ").strip("'\"")
+            if text.startswith((f"{alias}:", f"'{alias}':", f'"{alias}":')) or text == run_id:
+                out[alias] = i + 1
+                break
+    return out
+
+
+def protect(body: str) -> tuple[str, list[str]]:
+    """Replace fenced code lines and code spans by tokens Jinja leaves alone."""
+    saved: list[str] = []
+
+    def keep(text: str) -> str:
+        saved.append(text)
+        return TOKEN.format(len(saved) - 1)
+
+    lines = body.split("\n")
+    out = [keep(line) if code else CODE_SPAN.sub(lambda s: keep(s.group(0)), line)
+           for line, code in zip(lines, lint.fenced(lines), strict=True)]
+    return "\n".join(out), saved
+
+
+def restore(text: str, saved: list[str]) -> str:
+    return re.sub("\x00(\\d+)\x00", lambda m: saved[int(m.group(1))], text)
+
+
+def _template_line() -> int:
+    """The template line of the innermost Jinja frame calling us (Jinja maps Python lines)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        template = frame.f_globals.get("__jinja_template__")
+        if template is not None:
+            return int(template.get_corresponding_lineno(frame.f_lineno))
+        frame = frame.f_back
+    return 1
+
+
+def _error_line(exc: BaseException, name: str) -> int | None:
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == name]
+    return lines[-1] if lines else None
+
+
+class _Page:
+    """The state of one rendering: where it is, its claims, its namespace."""
+
+    def __init__(self, path: str, offset: int, pins: Pins) -> None:
+        self.path = path
+        self.offset = offset
+        self.claims: list[Claim] = []
+        self.namespace: dict[str, Any] = {**Macros(pins).namespace(), **Facts(pins).namespace(),
+                                          **Conditions(pins).namespace(), "claim": self.claim}
+
+    def claim(self, sentence: str, condition: Condition) -> str:
+        if not isinstance(condition, Condition):
+            raise PerfpagesError("claim() needs a sentence and a condition",
+                                 key="claim", fix="e.g. claim(\"…\", faster(\"v1\", \"v2\")); "
+                                 + GUIDE)
+        self.claims.append(Claim(self.path, self.offset + _template_line(), str(sentence),
+                                 condition))
+        css = "perfpages-claim" + ("" if condition.holds else " perfpages-claim-failed")
+        title = escape.md(f"checked: {condition.expected}")
+        return (f'<span class="{css}" title="{title}">{escape.md(sentence)}</span>'
+                f"\x01{len(self.claims) - 1}\x01")
+
+
+def _environment(path: str, text: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (text, name, lambda: True)),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
+        # `{#id}` is attribute-list syntax in Markdown: keep Jinja comments out of its way.
+        comment_start_string="{##", comment_end_string="##}", cache_size=0)
+
+
+def _annotate(text: str, claims: list[Claim]) -> str:
+    """Drop claim marks; after the paragraph of each failed claim, an admonition says why."""
+    lines = text.split("\n")
+    pending: list[tuple[int, Claim]] = []
+    for i, line in enumerate(lines):
+        for m in CLAIM_MARK.finditer(line):
+            claim = claims[int(m.group(1))]
+            if not claim.holds:
+                end = next((j for j in range(i, len(lines)) if not lines[j].strip()), len(lines))
+                pending.append((end, claim))
+        lines[i] = CLAIM_MARK.sub("", line)
+    for end, claim in sorted(pending, key=lambda p: p[0], reverse=True):
+        box = ["", '!!! failure "This claim does not hold"', "",
+               f"    {escape.md(claim.message)}", ""]
+        lines[end:end] = box
+    return "\n".join(lines)
+
+
+def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: RunStore,
+           source: str | None = None) -> Rendered:
+    """Render a page's macros and claims; pages that pin no runs come back unchanged."""
+    if source is not None and not meta:
+        split(source, path)  # raises if MkDocs dropped front matter it could not parse
+    aliases = parse_front_matter(meta, path)
+    if not aliases:
+        return Rendered(body, pins_runs=False)
+    pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
+    warnings = [lint.message(path, offset + f.line, f.figure) for f in lint.check(body)]
+    page = _Page(path, offset, pins)
+    protected, saved = protect(body)
+    try:
+        template = _environment(path, protected).get_template(path)
+        text = template.render(page.namespace)
+    except jinja2.TemplateSyntaxError as exc:
+        raise PerfpagesError(exc.message or "syntax error", where=path,
+                             line=offset + (exc.lineno or 1), key="macro", fix=GUIDE) from None
+    except PerfpagesError as exc:
+        line = _error_line(exc, path)
+        raise PerfpagesError(exc.what, where=path, line=offset + line if line else None,
+                             key=exc.key or "macro", fix=exc.fix or GUIDE) from None
+    except (jinja2.UndefinedError, TypeError, ValueError, KeyError) as exc:
+        line = _error_line(exc, path)
+        raise PerfpagesError(str(exc), where=path, line=offset + line if line else None,
+                             key="macro", fix=GUIDE) from None
+    warnings += [c.message for c in page.claims if not c.holds]
+    return Rendered(_annotate(restore(text, saved), page.claims), page.claims, warnings)
+
+
+def render_file(file: Path, *, path: str, store: RunStore) -> Rendered:
+    source = file.read_text(encoding="utf-8-sig")
+    meta, body, offset = split(source, path)
+    return render(body, meta, path=path, offset=offset, store=store, source=source)

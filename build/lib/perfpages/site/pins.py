@@ -1,0 +1,210 @@
+"""The runs one page pins (front matter `runs: {alias: run-id}`) and the cells macros select."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfpages.analysis.decision import Cell
+from perfpages.analysis.method import check_comparable
+from perfpages.errors import AnalysisError, PerfpagesError
+from perfpages.site.store import Loaded, RunStore
+
+# Dimensions a table can lay out besides the run's own parameters.
+FIXED_DIMENSIONS = ("run", "block", "label", "metric", "parameters")
+
+
+@dataclass(frozen=True)
+class Found:
+    """One cell: the rounds of (run, block, parameters, label, metric)."""
+
+    run: str  # the page's alias
+    block: str
+    parameters: str
+    label: str
+    metric: str
+    params: Mapping[str, Any]
+    cell: Cell
+
+    def value(self, dimension: str) -> Any:
+        if dimension in FIXED_DIMENSIONS:
+            return getattr(self, dimension)
+        if dimension not in self.params:
+            raise AnalysisError(f"no dimension {dimension!r} in block {self.block!r}",
+                                fix="use run, block, label, metric, parameters or a parameter "
+                                    f"of the block ({', '.join(self.params) or 'none'})")
+        return self.params[dimension]
+
+    def describe(self, *skip: str) -> str:
+        """Where the cell is, for a claim's data: 'callers: call=lookup, callers=32, v1.1'."""
+        parts = [getattr(self, d) for d in ("block", "parameters", "label") if d not in skip]
+        return ", ".join(p for p in parts if p)
+
+
+def parse_front_matter(meta: Mapping[str, Any], where: str) -> dict[str, str]:
+    """`runs:` as {alias: id} or [id, …] (the id is then its own alias); {} when absent."""
+    raw = meta.get("runs")
+    if raw is None:
+        return {}
+    if isinstance(raw, list) and all(isinstance(r, str) for r in raw):
+        return {r: r for r in raw}
+    if isinstance(raw, dict) and all(isinstance(k, str) for k in raw):
+        return {k: str(v) for k, v in raw.items()}
+    raise PerfpagesError("runs must map aliases to run ids", where=where, key="runs",
+                         fix="write it as `runs: {new: 2026-11-01-suite}` or a list of ids")
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _same(actual: Any, wanted: Any) -> bool:
+    """A parameter equals a filter value: numbers as numbers (32 == 32.0), else as text."""
+    if isinstance(wanted, int | float) and not isinstance(wanted, bool):
+        return _float(actual) == float(wanted)
+    return actual is not None and str(actual) == str(wanted)
+
+
+def _number_at_most(actual: Any, limit: float) -> bool:
+    return _float(actual) <= float(limit)  # NaN (absent, not a number) is never within
+
+
+class Pins:
+    """A page's pinned runs, by alias, with the selection every macro and claim uses."""
+
+    def __init__(self, runs: dict[str, Loaded]) -> None:
+        self.runs = runs
+
+    @classmethod
+    def load(cls, store: RunStore, aliases: dict[str, str], where: str,
+             lines: Mapping[str, int]) -> Pins:
+        return cls({alias: store.pin(run_id, where=where, line=lines.get(alias), alias=alias)
+                    for alias, run_id in aliases.items()})
+
+    def aliases(self, run: str | Iterable[str] | None) -> list[str]:
+        if run is None:
+            if len(self.runs) == 1:
+                return list(self.runs)
+            raise AnalysisError(f"the page pins {len(self.runs)} runs",
+                                fix=f"name one with run=… ({', '.join(self.runs)})")
+        names = [run] if isinstance(run, str) else list(run)
+        for name in names:
+            if name not in self.runs:
+                raise AnalysisError(f"no pinned run {name!r}",
+                                    fix=f"pin it in the front matter, or use one of: "
+                                        f"{', '.join(self.runs) or 'none'}")
+        if len(names) > 1:
+            check_comparable([self.runs[n].manifest for n in names])
+        return names
+
+    def labels(self, alias: str) -> list[str]:
+        return list(self.runs[alias].manifest.labels)
+
+    def select(self, *, metric: str, run: str | Iterable[str] | None = None,
+               block: str | None = None, label: str | Iterable[str] | None = None,
+               where: Mapping[str, Any] | None = None,
+               up_to: Mapping[str, float] | None = None,
+               from_: Mapping[str, float] | None = None) -> list[Found]:
+        """Every measured cell of `metric` matching the filters, in archive order."""
+        found: list[Found] = []
+        for alias in self.aliases(run):
+            wanted = None
+            if label is not None:
+                wanted = {label} if isinstance(label, str) else set(label)
+                unknown = sorted(wanted - set(self.labels(alias)))
+                if unknown:
+                    raise AnalysisError(f"no label {unknown[0]!r} in run {alias!r}",
+                                        fix=f"use one of: {', '.join(self.labels(alias))}")
+            for name in [*(where or {}), *(up_to or {}), *(from_ or {})]:
+                self._has(alias, name)
+            for f in self._cells(alias):
+                if f.metric != metric or (block is not None and f.block != block) or (
+                        wanted is not None and f.label not in wanted):
+                    continue
+                if all(_same(f.params.get(k), v) for k, v in (where or {}).items()) and \
+                        all(_number_at_most(f.params.get(k), v) for k, v in (up_to or {}).items()) \
+                        and all(_number_at_most(-_float(f.params.get(k)), -float(v))
+                                for k, v in (from_ or {}).items()):
+                    found.append(f)
+        if not found:
+            self._explain(metric, run, block, label, where)
+        return found
+
+    def _cells(self, alias: str) -> list[Found]:
+        """Every measured cell of a run under this page's alias (made once per loaded run)."""
+        loaded = self.runs[alias]
+        key = ("found", alias)
+        if key not in loaded.memo:
+            loaded.memo[key] = [Found(alias, r.block, r.parameters, r.label, r.metric, r.params,
+                                      Cell(r.values)) for r in loaded.cells]
+        return loaded.memo[key]
+
+    def _has(self, alias: str, name: str) -> None:
+        params = sorted({p for r in self.runs[alias].cells for p in r.params})
+        if name not in params:
+            raise AnalysisError(f"no parameter {name!r} in run {alias!r}",
+                                fix=f"use one of: {', '.join(params) or 'none'}")
+
+    def _explain(self, metric: str, run: Any, block: str | None, label: Any,
+                 where: Mapping[str, Any] | None) -> None:
+        cells = [r for a in self.aliases(run) for r in self.runs[a].cells]
+        metrics = sorted({r.metric for r in cells})
+        if metric not in metrics:
+            raise AnalysisError(f"no metric {metric!r} in the data",
+                                fix=f"use one of: {', '.join(metrics)}")
+        blocks = sorted({r.block for r in cells})
+        if block is not None and block not in blocks:
+            raise AnalysisError(f"no block {block!r} in the data",
+                                fix=f"use one of: {', '.join(blocks)}")
+        filters = ", ".join(f"{k}={v}" for k, v in (where or {}).items())
+        raise AnalysisError(f"no cells of {metric!r} match" + (f" {filters}" if filters else "")
+                            + (f" for label {label!r}" if label else ""),
+                            fix="check the names against `invoke bench.report`")
+
+    def side(self, label: str) -> tuple[str | None, str]:
+        """`ALIAS:LABEL` names a label of one pinned run; a plain label (even one with a colon)
+        stays as it is."""
+        alias, sep, rest = label.partition(":")
+        if sep and alias in self.runs and not any(label in self.labels(a) for a in self.runs):
+            return alias, rest
+        return None, label
+
+    def pairs(self, base: str, other: str, *, metric: str, allow_mixed: bool = False,
+              **filters: Any) -> list[tuple[Found, Found]]:
+        """(base, other) cells that differ only in their label, in archive order. Written as
+        `ALIAS:LABEL`, the two sides may come from two pinned runs (cells then pair on block and
+        parameters), which must be comparable unless `allow_mixed`."""
+        (run_a, label_a), (run_b, label_b) = self.side(base), self.side(other)
+        if run_a or run_b:
+            if not (run_a and run_b) or "run" in filters:
+                raise AnalysisError(f"compare {base!r} with {other!r} across runs as "
+                                    f"ALIAS:LABEL on both sides, without run=",
+                                    fix=f"pinned aliases: {', '.join(self.runs)}")
+            check_comparable([self.runs[run_a].manifest, self.runs[run_b].manifest],
+                             allow=allow_mixed)
+            others = {(f.block, f.parameters): f
+                      for f in self.select(metric=metric, run=run_b, label=label_b, **filters)}
+            out = [(f, others[(f.block, f.parameters)])
+                   for f in self.select(metric=metric, run=run_a, label=label_a, **filters)
+                   if (f.block, f.parameters) in others]
+            if not out:
+                raise AnalysisError(f"no cells of {metric!r} in both {base!r} and {other!r}",
+                                    fix="the two runs need a block with the same parameters")
+            return out
+        found = self.select(metric=metric, label=[base, other], **filters)
+        by_key: dict[tuple[str, str, str], dict[str, Found]] = {}
+        for f in found:
+            by_key.setdefault((f.run, f.block, f.parameters), {})[f.label] = f
+        out = [(pair[base], pair[other]) for pair in by_key.values()
+               if base in pair and other in pair]
+        if not out:
+            raise AnalysisError(f"no cells of {metric!r} hold both {base!r} and {other!r}",
+                                fix="check the labels and filters against `invoke bench.report`")
+        return out
+
+    def min_rounds(self, alias: str) -> int:
+        return self.runs[alias].manifest.method.min_rounds

@@ -1,0 +1,166 @@
+"""The runs a site reads: validated once, reduced to their cells, kept while unchanged.
+
+A page pins runs by exact id; a pinned run must be complete and intact. What pages use of a run
+is its manifest and its cells (the rounds of each block, parameters, label and metric). A
+complete run never changes, so its cells are cached on disk under the sha256 of its run.json
+(which lists every other file's sha256) and of the code that computes them; the files'
+checksums are verified on every build, so a cache never hides a corrupted archive. A warm build
+thus decodes no histogram and imports no pandas.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfpages.archive.manifest import Manifest
+from perfpages.archive.reader import RUN_FILE, Run, archived_files, open_run, read_manifest
+from perfpages.archive.writer import write_text_atomic
+from perfpages.errors import ArchiveError, PerfpagesError
+
+
+@functools.cache
+def code_hash() -> str:
+    """The installed package's code and schemas: any change to perfpages invalidates every
+    cache, so no hand-kept list of "the modules that matter" can go stale."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Record:
+    """The measured rounds of one (block, parameters, label, metric) of a run."""
+
+    block: str
+    parameters: str
+    label: str
+    metric: str
+    params: dict[str, Any]
+    values: tuple[float, ...]
+
+
+@dataclass
+class Loaded:
+    path: Path
+    manifest: Manifest
+    cells: list[Record]
+    floors: list[Record] = field(default_factory=list)  # floor windows (label "floor")
+    memo: dict[object, Any] = field(default_factory=dict)  # derived data, e.g. pins' cells
+
+
+def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
+    """Every cell of a run (measured, or floors), its rounds in round order (pandas only here)."""
+    import pandas as pd
+
+    from perfpages.archive.frame import COLUMNS, load
+
+    frame = load(run, kinds=kinds)
+    if frame.empty:
+        return []
+    param_names = [c for c in frame.columns if c not in COLUMNS]
+    out = []
+    for (block, pkey, label, metric), group in frame.groupby(
+            ["block", "parameters", "label", "metric"], sort=False):
+        first = group.iloc[0]
+        params = {p: _plain(first[p]) for p in param_names if pd.notna(first[p])}
+        values = tuple(float(v) for v in group.sort_values("round")["value"])
+        out.append(Record(block, pkey, label, metric, params, values))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as archived: numpy scalars to Python, 32.0 in a float column back to 32."""
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _stamp(run_dir: Path) -> object:
+    """Every file's size and mtime: any change to a run (under `mkdocs serve`) reloads it."""
+    return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
+                        for p in run_dir.rglob("*") if p.is_file()))
+
+
+def _read_cache(path: Path) -> tuple[list[Record], list[Record]] | None:
+    """A cache file's cells and floors, or None when it cannot be read (the archive is then
+    read again and the cache rewritten: a cache is never a reason for a build to fail)."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        cells, floors = ([Record(**{**c, "values": tuple(c["values"])}) for c in saved[k]]
+                         for k in ("cells", "floors"))
+        return cells, floors
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+class RunStore:
+    """Opens runs under one results/ directory; `pin` is what a page's front matter calls."""
+
+    def __init__(self, results_dir: Path | str, cache_dir: Path | None = None) -> None:
+        self.results_dir = Path(results_dir)
+        self.cache_dir = cache_dir
+        self._loaded: dict[str, tuple[object, Loaded]] = {}
+        self._code = code_hash()
+
+    def _cache_file(self, run_dir: Path) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        raw = (run_dir / RUN_FILE).read_bytes()
+        key = hashlib.sha256(raw + self._code.encode()).hexdigest()[:24]
+        return self.cache_dir / "cells" / f"{run_dir.name}.{key}.json"
+
+    def get(self, run_id: str) -> Loaded:
+        """A run's manifest and cells, validated (raises ArchiveError on any problem)."""
+        run_dir = self.results_dir / run_id
+        stamp = _stamp(run_dir)
+        cached = self._loaded.get(run_id)
+        if cached and cached[0] == stamp:
+            return cached[1]
+        manifest = read_manifest(run_dir)
+        cache = self._cache_file(run_dir) if manifest.status == "complete" else None
+        saved = None
+        if cache is not None and cache.is_file() and archived_files(run_dir) == manifest.files:
+            saved = _read_cache(cache)
+        if saved is not None:
+            cells, floors = saved
+        else:  # not cached, or its files changed: open_run validates and names any problem
+            run = open_run(run_dir)
+            manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
+            if cache is not None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(cache, json.dumps({"cells": [c.__dict__ for c in cells],
+                                                     "floors": [c.__dict__ for c in floors]}))
+        loaded = Loaded(run_dir, manifest, cells, floors)
+        self._loaded[run_id] = (stamp, loaded)
+        return loaded
+
+    def pin(self, run_id: str, *, where: str, line: int | None, alias: str) -> Loaded:
+        """A complete, intact run for a page; any other state is one error naming the page."""
+        key = f"runs.{alias}"
+        if not isinstance(run_id, str) or not run_id or "/" in run_id or run_id.startswith("."):
+            raise PerfpagesError(f"run id {run_id!r} is not a run directory name", where=where,
+                                 line=line, key=key,
+                                 fix="pin runs by their full id, e.g. 2026-11-01-suite-slug")
+        if not (self.results_dir / run_id).is_dir():
+            raise PerfpagesError(
+                f"no run {run_id!r} in {self.results_dir}", where=where, line=line, key=key,
+                fix="list the archived runs with `invoke bench.list` and pin one of them")
+        try:
+            status = read_manifest(self.results_dir / run_id).status
+            if status == "complete":
+                return self.get(run_id)
+        except ArchiveError as exc:
+            raise PerfpagesError(f"run {run_id!r} is corrupt ({exc})", where=where, line=line,
+                                 key=key, fix="restore it from git, or pin another run") from None
+        raise PerfpagesError(
+            f"run {run_id!r} is {status}, not complete", where=where, line=line, key=key,
+            fix="a page may pin only complete runs: finish it with "
+                f"`invoke bench.run --resume {run_id}`, or pin another run")

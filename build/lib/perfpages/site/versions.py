@@ -1,0 +1,45 @@
+"""Versioned performance pages: `…/v1.md`, `…/v2.md` (or `…/v2/index.md`), each pinned to its
+own runs. The newest comes first in the nav; older ones say which is newest and stay as they were.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from typing import TypeVar
+
+VERSION = re.compile(r"^v(\d+)$")
+T = TypeVar("T")
+
+
+def number(src_uri: str) -> int | None:
+    """The version of a page from its path: docs' `perf/v3.md` or `perf/v3/index.md` is 3."""
+    parts = posixpath.splitext(src_uri)[0].split("/")
+    name = parts[-2] if parts[-1] in ("index", "README") and len(parts) > 1 else parts[-1]
+    m = VERSION.match(name)
+    return int(m.group(1)) if m else None
+
+
+def newest_first(items: Sequence[T], versions: Sequence[int | None]) -> list[T]:
+    """Versioned items sorted newest first, in the place of the first of them; others kept."""
+    versioned = sorted((v, i) for i, v in enumerate(versions) if v is not None)
+    if len(versioned) < 2:
+        return list(items)
+    order = [items[i] for _, i in reversed(versioned)]
+    out: list[T] = []
+    for i, item in enumerate(items):
+        if versions[i] is None:
+            out.append(item)
+        elif order:
+            out.extend(order)
+            order = []
+    return out
+
+
+def banner(version: int, newest: int, newest_src: str, page_src: str) -> str:
+    """The note at the top of an older version, linking the newest."""
+    link = posixpath.relpath(newest_src, posixpath.dirname(page_src) or ".")
+    return (f'!!! note "Version v{version} — kept as published"\n\n'
+            f"    This version renders exactly what it said, from its own pinned runs. "
+            f"The newest is [v{newest}]({link}).\n\n")
