@@ -193,6 +193,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "checksum mismatch": (changed_value, r"results\.jsonl: checksum mismatch .* — restore it"),
     "added file": (lambda d: (d / "diagnostics" / "extra.txt").write_text("x"),
                    r"diagnostics/extra\.txt: file not listed in seal\.json — remove it"),
+    "file named with a newline": (lambda d: (d / "samples" / "a\nb").write_text("x"),
+                                  r"samples/a\\nb: file not listed in seal\.json — remove it"),
     "hidden file": (lambda d: (d / "samples" / ".hidden").write_text("x"),
                     r"samples/\.hidden: file not listed in seal\.json — remove it"),
     "duplicate window": (duplicate_window, r"results\.jsonl:10: duplicate window \(same block, "

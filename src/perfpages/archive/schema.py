@@ -34,7 +34,7 @@ _Validator = validators.extend(
 @cache
 def validator(name: str) -> Draft202012Validator:
     text = resources.files("perfpages.archive.schemas").joinpath(f"{name}.schema.json").read_text()
-    return _Validator(json.loads(text))  # type: ignore[no-any-return]
+    return _Validator(json.loads(text))
 
 
 def schema_path(name: str) -> Path:

@@ -30,12 +30,17 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ONLY_REGULAR = "a run holds only regular files and directories: remove it or restore the run"
 
 
+def _shown(path: Path) -> str:
+    """A path as an error line may show it: a file named with a newline stays one line."""
+    return schema.one_line(str(path))
+
+
 def open_regular(path: Path) -> BinaryIO:
     """Open a run's file for reading: never through a link, never a device, FIFO or socket.
 
     Raises FileNotFoundError as is (callers say what a missing file means)."""
     if path.is_symlink():
-        raise ArchiveError("a symbolic link", where=path, fix=_ONLY_REGULAR)
+        raise ArchiveError("a symbolic link", where=_shown(path), fix=_ONLY_REGULAR)
     # O_NOFOLLOW closes the race with the check above; O_NONBLOCK keeps a FIFO from blocking.
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -43,12 +48,12 @@ def open_regular(path: Path) -> BinaryIO:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise ArchiveError(f"cannot be read ({exc.strerror})", where=path,
+        raise ArchiveError(f"cannot be read ({exc.strerror})", where=_shown(path),
                            fix="check the file's permissions") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise ArchiveError("not a regular file (a directory, device, FIFO or socket)",
-                           where=path, fix=_ONLY_REGULAR)
+                           where=_shown(path), fix=_ONLY_REGULAR)
     return os.fdopen(fd, "rb")
 
 
@@ -56,7 +61,7 @@ def read_bounded(path: Path, limit: int = MAX_JSON_BYTES) -> bytes:
     with open_regular(path) as fh:
         raw = fh.read(limit + 1)
     if len(raw) > limit:
-        raise ArchiveError(f"larger than {limit >> 20} MiB", where=path,
+        raise ArchiveError(f"larger than {limit >> 20} MiB", where=_shown(path),
                            fix="this is not a file perfpages wrote: restore it from git")
     return raw
 
@@ -78,22 +83,24 @@ def walk(run_dir: Path) -> tuple[list[str], list[ArchiveError]]:
     while pending:
         folder = pending.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            problems.append(ArchiveError(f"cannot be listed ({exc.strerror})", where=folder,
+            problems.append(ArchiveError(f"cannot be listed ({exc.strerror})", where=_shown(folder),
                                          fix="check the directory's permissions"))
             continue
         for entry in entries:
             path = Path(entry.path)
             if entry.is_symlink():
-                problems.append(ArchiveError("a symbolic link", where=path, fix=_ONLY_REGULAR))
+                problems.append(ArchiveError("a symbolic link", where=_shown(path),
+                                             fix=_ONLY_REGULAR))
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(path)
             elif entry.is_file(follow_symlinks=False):
                 files.append(path.relative_to(run_dir).as_posix())
             else:
                 problems.append(ArchiveError("not a regular file (a device, FIFO or socket)",
-                                             where=path, fix=_ONLY_REGULAR))
+                                             where=_shown(path), fix=_ONLY_REGULAR))
     return sorted(files), problems
 
 
@@ -138,7 +145,7 @@ def _compare(run_dir: Path, expected: dict[str, str], present: list[str], listin
     problems = []
     named = {p.where for p in flagged}  # a link in a file's place is reported once, as a link
     for name, digest in expected.items():
-        if str(run_dir / name) in named:
+        if _shown(run_dir / name) in named:
             continue
         if name not in present:
             problems.append(ArchiveError(f"{schema.one_line(name)} is missing", where=run_dir,
@@ -146,11 +153,12 @@ def _compare(run_dir: Path, expected: dict[str, str], present: list[str], listin
         elif sha256_file(run_dir / name) != digest:
             what = "the run was sealed" if name == RUN_FILE else "the run was complete"
             problems.append(ArchiveError(
-                f"checksum mismatch (the file changed after {what})", where=run_dir / name,
+                f"checksum mismatch (the file changed after {what})", where=_shown(run_dir / name),
                 fix="restore it from git: a complete run is immutable"))
     for name in present:
         if name not in expected:
-            problems.append(ArchiveError(f"file not listed in {listing}", where=run_dir / name,
+            problems.append(ArchiveError(f"file not listed in {listing}",
+                                         where=_shown(run_dir / name),
                                          fix="remove it: a complete run is immutable"))
     problems.sort(key=lambda p: p.where != str(run_dir / RUN_FILE))  # run.json's first
     return problems
