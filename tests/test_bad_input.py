@@ -301,6 +301,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda d: edit_latency(d, 3, "hdr", hdr(1, 1_000_000, 2)),
         r"results\.jsonl:4: latency\.hdr: a histogram of 1–1000000 µs with 2 figures, not "
         r"perfpages' 1–3600000000 µs with 3 — "),
+    "histogram not base64": (lambda d: edit_latency(d, 3, "hdr", "HISTF!!"),
+                             r"results\.jsonl:4: latency\.hdr: not a valid encoded HdrHistogram"),
     "histogram that inflates": (
         lambda d: edit_latency(d, 3, "hdr", inflating_hdr()),
         r"results\.jsonl:4: latency\.hdr: the histogram inflates beyond 1 MiB — "),

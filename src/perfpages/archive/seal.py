@@ -144,10 +144,11 @@ def _compare(run_dir: Path, expected: dict[str, str], present: list[str], listin
              flagged: list[ArchiveError]) -> list[ArchiveError]:
     problems = []
     named = {p.where for p in flagged}  # a link in a file's place is reported once, as a link
+    there = set(present)
     for name, digest in expected.items():
         if _shown(run_dir / name) in named:
             continue
-        if name not in present:
+        if name not in there:
             problems.append(ArchiveError(f"{schema.one_line(name)} is missing", where=run_dir,
                                          fix="restore it from git"))
         elif sha256_file(run_dir / name) != digest:
