@@ -11,7 +11,7 @@ import pytest
 
 from perfpages import load
 from perfpages.archive.histogram import Latency
-from perfpages.archive.manifest import Label, Manifest, Method, Pin
+from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
 from perfpages.archive.reader import RESULTS_FILE, open_run, resolve, verify
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, new_run_id
@@ -21,14 +21,15 @@ from perfpages.testing import Spec, generate
 FIXTURE = Path(__file__).parent / "fixtures" / "results" / "2026-11-01-synthetic-demo"
 
 
-def manifest(run_id: str = "2026-11-30-tiny", rounds: int = 2) -> Manifest:
+def manifest(run_id: str = "2026-11-30-tiny", rounds: int = 1) -> Manifest:
     return Manifest(
         id=run_id, suite="tiny", title="Tiny test run", scope="test", status="running",
         started="2026-11-30T10:00:00Z", command="pytest",
         harness={"version": "0.1.0", "commit": None},
         labels={"a": Label("a", Pin("none")), "b": Label("b", Pin("none"))},
         method=Method(rounds=rounds), machine={"cpu": "x", "cores": 2, "memory_gib": 1.0,
-                                               "kernel": "k", "python": "3.11"})
+                                               "kernel": "k", "python": "3.11"},
+        blocks={"b1": Block("b1")})
 
 
 def window(label: str, rnd: int, requests: int = 100, **kw: object) -> Window:
@@ -42,7 +43,9 @@ def window(label: str, rnd: int, requests: int = 100, **kw: object) -> Window:
 
 
 def test_committed_fixture_is_intact_and_reproducible(tmp_path: Path) -> None:
-    assert verify(FIXTURE) == []
+    # Archived before sealing (format 1): intact, with a note rather than an error.
+    problems = verify(FIXTURE)
+    assert problems == [] and problems.notes == ["unsealed (archived before sealing)"]
     regenerated = generate(tmp_path).path
     assert (regenerated / RESULTS_FILE).read_bytes() == (FIXTURE / RESULTS_FILE).read_bytes()
 
@@ -54,8 +57,11 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
         writer.append(window("b", 1))
         writer.write_file("diagnostics/b1/statements.json", "[]")
     run = open_run(tmp_path / "2026-11-30-tiny")
-    assert run.manifest.status == "complete"
+    assert run.manifest.status == "complete" and run.manifest.format_version == 2
     assert set(run.manifest.files) == {"results.jsonl", "diagnostics/b1/statements.json"}
+    seal = json.loads((run.path / "seal.json").read_text())
+    assert set(seal["files"]) == {"run.json", *run.manifest.files}
+    assert verify(run.path) == [] and verify(run.path).notes == []
     first = run.windows[0]
     assert (first.label, first.errors, first.codes, first.metrics) == (
         "a", 2, {"200": 98, "503": 2}, {"tps": 12.5})
@@ -94,6 +100,7 @@ def test_interrupted_run_is_partial_and_resume_completes_it(tmp_path: Path) -> N
 def test_complete_run_cannot_be_resumed_or_overwritten(tmp_path: Path) -> None:
     with ArchiveWriter.create(tmp_path, manifest()) as writer:
         writer.append(window("a", 1))
+        writer.append(window("b", 1))
     with pytest.raises(ArchiveError, match="complete and immutable"):
         ArchiveWriter.resume(tmp_path / "2026-11-30-tiny")
     with pytest.raises(ArchiveError, match="already exists"):
@@ -139,7 +146,9 @@ def test_load_is_tidy_and_merges_histograms_per_round(tmp_path: Path) -> None:
         slow.record_ms(100.0)
         writer.append(window("a", 1, requests=99, latency=fast))
         writer.append(window("a", 1, requests=1, latency=slow, window=1, codes={"500": 1}))
+        writer.append(window("b", 1))
     frame = load(tmp_path / "2026-11-30-tiny")
+    frame = frame[frame.label == "a"]
     assert list(frame.columns[:8]) == ["run", "kind", "block", "label", "round", "parameters",
                                        "metric", "value"]
     values = frame.set_index("metric")["value"]

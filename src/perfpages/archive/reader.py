@@ -1,42 +1,35 @@
-"""Reading archived runs: find, open, validate and verify run directories (never writes)."""
+"""Reading archived runs: find, open, validate and verify run directories (never writes).
+
+Every file is read as a hostile one may be: no links followed, sizes and nesting bounded,
+numbers finite; each refusal is one ArchiveError naming the file, the line and the key.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfpages.archive import completeness, schema, seal
 from perfpages.archive.manifest import Manifest
+from perfpages.archive.seal import (  # noqa: F401 (re-exported: the names readers import)
+    RESULTS_FILE,
+    RUN_FILE,
+    SEAL_FILE,
+    archived_files,
+    sha256_file,
+)
 from perfpages.archive.window import Window
 from perfpages.errors import ArchiveError
 
-RUN_FILE = "run.json"
-RESULTS_FILE = "results.jsonl"
 FLOOR_LABEL = "floor"  # floor windows (pgbench or /health straight) may use this undeclared label
+MAX_LINE_BYTES = 16 << 20  # one window of results.jsonl: real ones are under 4 KB
 
 
 def path_part(text: str) -> str:
     """A label or parameter set as one safe path segment (diagnostics/BLOCK/<this>/…)."""
     return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "x"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def archived_files(run_dir: Path) -> dict[str, str]:
-    """sha256 of every file in the run directory except run.json, by relative POSIX path."""
-    return {
-        p.relative_to(run_dir).as_posix(): sha256_file(p)
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != RUN_FILE and not p.name.startswith(".")
-    }
 
 
 @dataclass
@@ -61,24 +54,45 @@ class Run:
 
 def read_manifest(run_dir: Path) -> Manifest:
     where = run_dir / RUN_FILE
+    if run_dir.is_symlink():
+        raise ArchiveError("the run directory is a symbolic link", where=run_dir,
+                           fix="move the run itself under results/: reading never follows a link")
     if not run_dir.is_dir():
         raise ArchiveError("no such run directory", where=run_dir,
                            fix="list the archived runs with `invoke bench.list`")
-    if not where.is_file():
-        raise ArchiveError("run.json is missing", where=run_dir,
-                           fix="this is not a run directory; archive runs with `invoke bench.run`")
     try:
-        data = json.loads(where.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ArchiveError(f"not valid JSON ({exc.msg})", where=where, line=exc.lineno,
+        raw = seal.read_bounded(where)
+    except FileNotFoundError:
+        raise ArchiveError("run.json is missing", where=run_dir,
+                           fix="this is not a run directory; archive runs with `invoke bench.run`"
+                           ) from None
+    data = schema.loads(raw, where=where)
+    try:
+        manifest = Manifest.from_json(data, where)
+    except (ValueError, TypeError, OverflowError) as exc:  # the schema should have said why
+        raise ArchiveError(f"unreadable value ({type(exc).__name__})", where=where,
                            fix="restore the file from git or archive a new run") from None
-    except UnicodeDecodeError:
-        raise ArchiveError("not UTF-8 text", where=where, fix="restore the file from git") from None
-    manifest = Manifest.from_json(data, where)
     if manifest.id != run_dir.name:
         raise ArchiveError(f"id {manifest.id!r} does not match the directory name", where=where,
                            key="id", fix="rename nothing by hand: restore the directory's name")
     return manifest
+
+
+def _lines(where: Path) -> list[tuple[int, bytes, bool]]:
+    """(number, bytes, whether it ended with a newline) of every line; raises on a line over
+    MAX_LINE_BYTES, without reading the rest of it."""
+    out: list[tuple[int, bytes, bool]] = []
+    with seal.open_regular(where) as fh:
+        for number in itertools.count(1):
+            line = fh.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE_BYTES:
+                raise ArchiveError(f"a line longer than {MAX_LINE_BYTES >> 20} MiB",
+                                   where=where, line=number,
+                                   fix="this is not a file perfpages wrote: archive a new run")
+            out.append((number, line.rstrip(b"\n"), line.endswith(b"\n")))
+    return out
 
 
 def _scan(run_dir: Path, manifest: Manifest) -> tuple[list[Window], list[ArchiveError], list[str]]:
@@ -87,41 +101,53 @@ def _scan(run_dir: Path, manifest: Manifest) -> tuple[list[Window], list[Archive
     windows: list[Window] = []
     problems: list[ArchiveError] = []
     notes: list[str] = []
-    if not where.is_file():
+    try:
+        lines = _lines(where)
+    except FileNotFoundError:
         problems.append(ArchiveError("results.jsonl is missing", where=run_dir,
                                      fix="restore it from git or archive a new run"))
         return windows, problems, notes
-    raw = where.read_bytes()
-    lines = raw.split(b"\n")
-    torn_tail = lines[-1] != b""  # the writer ends every line with \n; a crash can tear the last
+    except ArchiveError as exc:
+        return windows, [exc], notes
     seen: dict[tuple[object, ...], int] = {}
-    last = len(lines) - 1 if not torn_tail else len(lines)
-    for number, line in enumerate(lines[:last], start=1):
+    blocks = manifest.blocks  # a manifest that declares blocks admits windows for them only
+    for number, line, whole in lines:
         if not line.strip():
             problems.append(ArchiveError("empty line", where=where, line=number,
                                          fix="the file was edited by hand: restore it from git"))
             continue
-        is_tail = torn_tail and number == last
         try:
-            data = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            if is_tail and manifest.status != "complete":
+            data = schema.loads(line, where=where, line=number)
+        except ArchiveError as exc:
+            # The writer ends every line with \n; a crash can tear the last one.
+            if not whole and manifest.status != "complete":
                 notes.append(f"{where}:{number}: torn last line (the window in progress when the "
-                              "run stopped) is ignored")
+                             "run stopped) is ignored")
                 continue
-            problems.append(ArchiveError("truncated or invalid JSON line", where=where, line=number,
-                                         fix="the run was cut off mid-write: archive a new run"))
+            if exc.what.startswith("not valid JSON"):
+                exc = ArchiveError("truncated or invalid JSON line", where=where, line=number,
+                                   fix="the run was cut off mid-write: archive a new run")
+            problems.append(exc)
             continue
         try:
             window = Window.from_json(data, where, number)
         except ArchiveError as exc:
             problems.append(exc)
             continue
+        except (ValueError, TypeError, OverflowError) as exc:  # a gap in the checks: still one line
+            problems.append(ArchiveError(f"unreadable window ({type(exc).__name__})", where=where,
+                                         line=number, fix="archive a new run"))
+            continue
         if window.label not in manifest.labels and not (
                 window.kind == "floor" and window.label == FLOOR_LABEL):
             problems.append(ArchiveError(
                 f"window for undeclared label {window.label!r}", where=where, line=number,
                 key="label", fix=f"declare it under labels in {RUN_FILE} or remove the run"))
+            continue
+        if blocks and window.block not in blocks:
+            problems.append(ArchiveError(
+                f"window for undeclared block {window.block!r}", where=where, line=number,
+                key="block", fix=f"declare it under blocks in {RUN_FILE} or remove the run"))
             continue
         if window.round > manifest.method.rounds:
             problems.append(ArchiveError(
@@ -136,54 +162,50 @@ def _scan(run_dir: Path, manifest: Manifest) -> tuple[list[Window], list[Archive
             continue
         seen[window.key] = number
         windows.append(window)
-    if not problems and not any(w.kind == "measure" for w in windows) and \
-            manifest.status == "complete":
-        problems.append(ArchiveError("empty run: no measurement windows", where=where,
-                                     fix="archive a new run; a complete run must hold data"))
+    if not problems and manifest.status == "complete":
+        problems += completeness.problems(manifest, windows, where)
     return windows, problems, notes
 
 
-def _checksum_problems(run_dir: Path, manifest: Manifest) -> list[ArchiveError]:
-    if manifest.status != "complete":
-        return []
-    where = run_dir / RUN_FILE
-    if not manifest.files:
-        return [ArchiveError("a complete run lists no checksums", where=where, key="files",
-                             fix="archive a new run")]
-    actual = archived_files(run_dir)
-    problems = []
-    for name, expected in manifest.files.items():
-        if name not in actual:
-            problems.append(ArchiveError(f"{name} is missing", where=run_dir,
-                                         fix="restore it from git"))
-        elif actual[name] != expected:
-            problems.append(ArchiveError(
-                "checksum mismatch (the file changed after the run was complete)",
-                where=run_dir / name, fix="restore it from git: a complete run is immutable"))
-    for name in sorted(set(actual) - set(manifest.files)):
-        problems.append(ArchiveError("file not listed in run.json's checksums",
-                                     where=run_dir / name,
-                                     fix="remove it: a complete run is immutable"))
-    return problems
+class Problems(list[ArchiveError]):
+    """A run's problems, in the order to read them; `notes` holds what is no problem but worth
+    saying (a run archived before sealing, a declared block that never ran)."""
+
+    def __init__(self, problems: list[ArchiveError], notes: list[str]) -> None:
+        super().__init__(problems)
+        self.notes = notes
 
 
-def verify(run_dir: Path) -> list[ArchiveError]:
-    """Every problem of one run directory (schema, lines, checksums); empty when intact."""
+def verify(run_dir: Path | str) -> Problems:
+    """Every problem of one run directory (files and seal, schema, values, completeness);
+    empty when intact."""
+    run_dir = Path(run_dir)
     try:
         manifest = read_manifest(run_dir)
     except ArchiveError as exc:
-        return [exc]
-    _, problems, _ = _scan(run_dir, manifest)
-    return problems + _checksum_problems(run_dir, manifest)
+        return Problems([exc], [])
+    windows, problems, _ = _scan(run_dir, manifest)
+    files, notes = seal.check(run_dir, manifest)
+    if manifest.status == "complete":
+        notes += completeness.notes(manifest, windows)
+    unique = {str(p): p for p in _ordered(run_dir, problems, files)}  # a link is named once
+    return Problems(list(unique.values()), notes)
+
+
+def _ordered(run_dir: Path, lines: list[ArchiveError],
+             files: list[ArchiveError]) -> list[ArchiveError]:
+    """run.json changed after sealing first (every other check trusted it), then the lines'
+    problems: they say more than the checksum mismatch they also cause."""
+    edited = [p for p in files if p.where == str(run_dir / RUN_FILE)]
+    return edited + lines + [p for p in files if p not in edited]
 
 
 def open_run(run_dir: Path | str) -> Run:
     """Read and validate a run; raise the first problem as a one-line ArchiveError."""
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
-    windows, problems, notes = _scan(run_dir, manifest)
-    # Line problems first: they say more than the checksum mismatch they also cause.
-    problems += _checksum_problems(run_dir, manifest)
+    windows, lines, notes = _scan(run_dir, manifest)
+    problems = _ordered(run_dir, lines, seal.check(run_dir, manifest)[0])
     if problems:
         raise problems[0]
     return Run(path=run_dir, manifest=manifest, windows=windows, notes=notes)

@@ -1,43 +1,160 @@
-"""The JSON Schemas shipped with the package, and validation that names the failing key."""
+"""The JSON Schemas shipped with the package, strict JSON parsing, and validation that names
+the failing key."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 
 from perfpages.errors import ArchiveError
 
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+# 2: complete runs are sealed (seal.json); 1: archived before sealing existed.
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+
+MAX_DEPTH = 64  # archives nest 5 levels deep; far more is a hostile file, not a run
+MAX_NUMBER = 2**53  # beyond it a float loses integers; nothing perfpages records comes near it
+_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+# JSON Schema counts 1.0 as an integer; perfpages never writes one, and `rounds: 5.0` would
+# reach range() as a float.
+_Validator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool)))
 
 
 @cache
 def validator(name: str) -> Draft202012Validator:
     text = resources.files("perfpages.archive.schemas").joinpath(f"{name}.schema.json").read_text()
-    return Draft202012Validator(json.loads(text))
+    return _Validator(json.loads(text))
 
 
 def schema_path(name: str) -> Path:
     return Path(str(resources.files("perfpages.archive.schemas").joinpath(f"{name}.schema.json")))
 
 
+def one_line(text: str) -> str:
+    """A key or value as it may appear in a one-line error: control characters escaped."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
+class _Rejected:
+    """Stands in for a number JSON allows but an archive must not hold, until its key is known."""
+
+    def __init__(self, text: str, why: str) -> None:
+        self.text, self.why = text, why
+
+
+def _number(text: str, kind: type) -> Any:
+    if len(text) > 40:  # int() of thousands of digits is slow, and raises past 4300
+        return _Rejected(text[:20] + "…", "a number written with more than 40 characters")
+    value = kind(text)
+    if not math.isfinite(value):
+        return _Rejected(text, "not a finite number")
+    if abs(value) >= MAX_NUMBER:
+        return _Rejected(text, "a number beyond ±2^53")
+    return value
+
+
+def _walk(data: Any) -> tuple[int, list[tuple[str, Any]]]:
+    """The nesting depth (stops counting past MAX_DEPTH) and (key path, value) of every leaf."""
+    leaves: list[tuple[str, Any]] = []
+    deepest = 0
+    stack: list[tuple[Any, str, int]] = [(data, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        if isinstance(node, dict):
+            items: Any = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            leaves.append((path, node))
+            continue
+        children = []
+        for key, value in items:
+            if isinstance(key, str):
+                leaves.append((path, key))  # keys are strings too: check them for surrogates
+            children.append((value, f"{path}.{key}" if path else str(key), depth + 1))
+        stack += reversed(children)  # leaves in file order: the first problem is named first
+    return deepest, leaves
+
+
+def loads(raw: bytes, *, where: str | Path, line: int | None = None) -> Any:
+    """Parse UTF-8 JSON strictly: finite numbers below 2^53, at most MAX_DEPTH levels, no lone
+    surrogates. Every refusal is one ArchiveError naming the file, line and key."""
+    fix = "the file is damaged or was not written by perfpages: restore it or archive a new run"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ArchiveError("not UTF-8 text", where=where, line=line, fix=fix) from None
+    rejected: list[_Rejected] = []
+
+    def constant(name: str) -> _Rejected:
+        rejected.append(_Rejected(name, "not a finite number"))
+        return rejected[-1]
+
+    def number(kind: type) -> Any:
+        def parse(token: str) -> Any:
+            value = _number(token, kind)
+            if isinstance(value, _Rejected):
+                rejected.append(value)
+            return value
+        return parse
+
+    try:
+        data = json.loads(text, parse_constant=constant, parse_float=number(float),
+                          parse_int=number(int))
+    except json.JSONDecodeError as exc:
+        raise ArchiveError(f"not valid JSON ({exc.msg})", where=where,
+                           line=line if line is not None else exc.lineno, fix=fix) from None
+    except RecursionError:  # the C decoder stops at the interpreter's recursion limit
+        raise ArchiveError(f"JSON nested deeper than {MAX_DEPTH} levels", where=where, line=line,
+                           fix=fix) from None
+    surrogates = _SURROGATE.search(text) is not None
+    # Counting brackets is cheap; only a value that could be deep or odd is walked.
+    if not rejected and not surrogates and text.count("[") + text.count("{") <= MAX_DEPTH:
+        return data
+    depth, leaves = _walk(data)
+    if depth > MAX_DEPTH:
+        raise ArchiveError(f"JSON nested deeper than {MAX_DEPTH} levels", where=where, line=line,
+                           fix=fix)
+    for path, value in leaves:
+        if isinstance(value, _Rejected):
+            raise ArchiveError(f"{value.why} ({one_line(value.text)})", where=where, line=line,
+                               key=one_line(path) or None, fix=fix)
+        if isinstance(value, str) and surrogates:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ArchiveError("a lone UTF-16 surrogate in a string", where=where, line=line,
+                                   key=one_line(path) or None, fix=fix) from None
+    return data
+
+
 def check(data: Any, name: str, *, where: str | Path, line: int | None = None,
           fix: str = "repair the file or archive a new run") -> None:
     """Raise ArchiveError for the first schema violation, naming its key path."""
-    errors = sorted(validator(name).iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator(name).iter_errors(data),
+                    key=lambda e: [str(p) for p in e.absolute_path])  # ints and str: no mixing
     if not errors:
         return
     err = errors[0]
-    key = ".".join(str(p) for p in err.absolute_path) or None
+    key = one_line(".".join(str(p) for p in err.absolute_path)) or None
     if err.validator == "oneOf":
         what = "does not match any allowed form (package, git or none pin)"
     elif err.validator == "additionalProperties":
         what = err.message.replace("Additional properties are not allowed", "unknown key")
     else:
         what = err.message
-    raise ArchiveError(what, where=where, line=line, key=key, fix=fix)
+    raise ArchiveError(one_line(what), where=where, line=line, key=key, fix=fix)

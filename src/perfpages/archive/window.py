@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import itertools
+import math
+import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from perfpages.archive import schema
-from perfpages.archive.histogram import Latency
+from perfpages.archive.histogram import HIGHEST_US, LOWEST_US, SIGNIFICANT_FIGURES, Latency
 from perfpages.errors import ArchiveError
 
 Kind = Literal["measure", "warmup", "floor"]
 Scalar = str | int | float | bool
+
+# A decoded histogram of perfpages' range holds ~24k counters (under 250 KB as varints).
+MAX_HDR_BYTES = 1 << 20
+_ORDER = ("p50", "p95", "p99", "p99.9", "p99.99", "max")
+_SLACK_MS = 1e-3  # the summary is rounded to 4 decimals of a ms; the histogram's unit is 1 µs
+_CORRUPT = "the line is corrupt: archive a new run"
 
 
 def params_key(params: dict[str, Scalar]) -> str:
@@ -51,7 +63,7 @@ class Window:
         }
         if self.error is not None:
             out["error"] = self.error
-        throughput = self.throughput
+        throughput = _finite(self.throughput)
         if self.requests is not None:
             out["requests"] = self.requests
             out["codes"] = dict(self.codes)
@@ -67,8 +79,8 @@ class Window:
                                    "clamped": self.latency.clamped}
             lat.update({k: round(v, 4) for k, v in self.latency.summary_ms().items()})
             out["latency"] = lat
-        if self.metrics:
-            out["metrics"] = dict(self.metrics)
+        if self.metrics:  # a rate over a zero-length window is "not measured", never NaN
+            out["metrics"] = {k: _finite(v) for k, v in self.metrics.items()}
         return out
 
     @classmethod
@@ -76,12 +88,8 @@ class Window:
         schema.check(data, "window", where=where, line=line)
         latency = None
         if "latency" in data:
-            try:
-                latency = Latency.decode(data["latency"]["hdr"], data["latency"].get("clamped", 0))
-            except Exception:  # hdrh raises assorted errors on corrupt base64/zlib payloads
-                raise ArchiveError("latency.hdr is not a valid encoded HdrHistogram", where=where,
-                                   line=line, key="latency.hdr",
-                                   fix="the line is corrupt: archive a new run") from None
+            latency = decode_latency(data["latency"], where, line)
+        check_values(data, latency, where, line)
         return cls(block=data["block"], label=data["label"], round=data["round"],
                    params=data["params"], start=data["start"], duration_s=data["duration_s"],
                    kind=data["kind"], window=data.get("window", 0), status=data["status"],
@@ -89,3 +97,77 @@ class Window:
                    codes=data.get("codes", {}), errors=data.get("errors", 0),
                    throughput=data.get("throughput"), latency=latency,
                    metrics=data.get("metrics", {}))
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def decode_latency(data: dict[str, Any], where: str | Path, line: int) -> Latency:
+    """The window's histogram, refused before hdrh sees it unless it has perfpages' range: hdrh
+    allocates whatever range a header asks for, and inflates whatever it is given."""
+    def bad(what: str) -> ArchiveError:
+        return ArchiveError(what, where=where, line=line, key="latency.hdr", fix=_CORRUPT)
+
+    try:
+        raw = base64.b64decode(data["hdr"], validate=True)
+        inflate = zlib.decompressobj()
+        payload = inflate.decompress(raw[8:], MAX_HDR_BYTES)
+    except (binascii.Error, ValueError, zlib.error):
+        raise bad("not a valid encoded HdrHistogram") from None
+    if inflate.unconsumed_tail:
+        raise bad(f"the histogram inflates beyond {MAX_HDR_BYTES >> 20} MiB")
+    if len(payload) < 40:
+        raise bad("not a valid encoded HdrHistogram")
+    figures, lowest, highest = struct.unpack(">12xIQQ8x", payload[:40])
+    if (figures, lowest, highest) != (SIGNIFICANT_FIGURES, LOWEST_US, HIGHEST_US):
+        raise bad(f"a histogram of {lowest}–{highest} µs with {figures} figures, not perfpages' "
+                  f"{LOWEST_US}–{HIGHEST_US} µs with {SIGNIFICANT_FIGURES}")
+    try:
+        return Latency.decode(data["hdr"], data.get("clamped", 0))
+    except Exception:  # hdrh raises assorted errors on corrupt payloads
+        raise bad("not a valid encoded HdrHistogram") from None
+
+
+def check_values(data: dict[str, Any], latency: Latency | None, where: str | Path,
+                 line: int) -> None:
+    """The histogram agrees with the counts and the percentiles beside it (the schema has
+    checked each value's type and sign already)."""
+    if latency is None:
+        return
+
+    def bad(what: str, key: str) -> ArchiveError:
+        return ArchiveError(what, where=where, line=line, key=key, fix=_CORRUPT)
+
+    count = latency.count
+    if not 0 <= count < schema.MAX_NUMBER:
+        raise bad(f"the histogram counts {count} values", "latency.hdr")
+    if latency.clamped > count:
+        raise bad(f"{latency.clamped} clamped of {count} values", "latency.clamped")
+    requests, codes = data.get("requests"), data.get("codes") or {}
+    sampling = (data.get("metrics") or {}).get("log_sampling")
+    if codes and count != sum(codes.values()):  # HTTP: every response is timed, errors are not
+        raise bad(f"the histogram holds {count} values for {sum(codes.values())} responses",
+                  "latency.hdr")
+    if requests is not None and (count > requests or (
+            not codes and count != requests and sampling is None)):
+        # pgbench: every transaction is timed, unless only a sample of them was logged
+        raise bad(f"the histogram holds {count} values for {requests} requests", "latency.hdr")
+    summary = data["latency"]
+    shown = [(k, summary[k]) for k in _ORDER if k in summary]
+    if count == 0:
+        if shown or "mean" in summary:
+            raise bad("percentiles of an empty histogram", "latency")
+        return
+    low = latency.hdr.get_lowest_equivalent_value(latency.hdr.get_min_value()) / 1000
+    high = latency.hdr.get_max_value() / 1000
+    if "mean" in summary:
+        shown.append(("mean", summary["mean"]))
+    for key, value in shown:
+        if not low - _SLACK_MS <= value <= high + _SLACK_MS:
+            raise bad(f"{value} ms is outside the histogram's {low:g}–{high:g} ms",
+                      f"latency.{key}")
+    ordered = [(k, v) for k, v in shown if k != "mean"]
+    for (k1, v1), (k2, v2) in itertools.pairwise(ordered):
+        if v1 > v2 + _SLACK_MS:
+            raise bad(f"{k1} {v1} ms exceeds {k2} {v2} ms", f"latency.{k1}")

@@ -1,4 +1,5 @@
-"""Writing a run: create the directory, append windows durably, finalize with checksums."""
+"""Writing a run: create the directory, append windows durably, finalize with checksums and
+seal it (seal.json, written last)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from perfpages.archive import completeness, schema, seal
 from perfpages.archive.manifest import Manifest, Status
 from perfpages.archive.reader import (
     FLOOR_LABEL,
     RESULTS_FILE,
     RUN_FILE,
+    SEAL_FILE,
     Run,
     archived_files,
     open_run,
     read_manifest,
 )
-from perfpages.archive.window import Window
+from perfpages.archive.window import Window, check_values
 from perfpages.errors import ArchiveError
 
 
@@ -43,6 +46,20 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable: the directory entry, not only the file, must reach the disk."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # not every platform opens directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -68,6 +85,8 @@ class ArchiveWriter:
         self.run_dir = run_dir
         self.manifest = manifest
         self._seen = {w.key for w in windows}
+        # What completeness needs of each window, without its histogram (~200 KB each).
+        self._shapes = [replace(w, latency=None, metrics={}) for w in windows]
         self._results = (run_dir / RESULTS_FILE).open("ab")
 
     @classmethod
@@ -102,7 +121,8 @@ class ArchiveWriter:
             with results.open("r+b") as fh:
                 fh.truncate(raw.rfind(b"\n") + 1)
         run = open_run(run_dir)
-        manifest = replace(manifest, status="running", ended=None)
+        manifest = replace(manifest, status="running", ended=None,
+                           format_version=schema.FORMAT_VERSION)
         write_json_atomic(run_dir / RUN_FILE, manifest.to_json())
         return cls(run_dir, manifest, run.windows)
 
@@ -111,24 +131,41 @@ class ArchiveWriter:
         return window_key in self._seen
 
     def append(self, window: Window) -> None:
+        where = self.run_dir / RESULTS_FILE
         if window.label not in self.manifest.labels and not (
                 window.kind == "floor" and window.label == FLOOR_LABEL):
-            raise ArchiveError(f"window for undeclared label {window.label!r}",
-                               where=self.run_dir / RESULTS_FILE,
+            raise ArchiveError(f"window for undeclared label {window.label!r}", where=where,
                                fix="declare the label in the suite")
+        if self.manifest.blocks and window.block not in self.manifest.blocks:
+            raise ArchiveError(f"window for undeclared block {window.block!r}", where=where,
+                               fix="declare the block in the suite")
         if window.key in self._seen:
-            raise ArchiveError(f"duplicate window {window.key}", where=self.run_dir / RESULTS_FILE,
+            raise ArchiveError(f"duplicate window {window.key}", where=where,
                                fix="each block, label, round, parameters and index runs once")
-        line = json.dumps(window.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        data = window.to_json()
+        fix = "a driver produced a value the reader would refuse: report it as a perfpages bug"
+        try:
+            line = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            raise ArchiveError("a window holds NaN or infinity", where=where, fix=fix) from None
+        # The reader's value checks, before the line is on disk rather than after the run.
+        number = len(self._seen) + 1
+        try:
+            schema.loads(line.encode("utf-8"), where=where, line=number)
+            check_values(data, window.latency, where, number)
+        except ArchiveError as exc:
+            raise ArchiveError(exc.what, where=where, line=number, key=exc.key, fix=fix) from None
+        line += "\n"
         self._results.write(line.encode("utf-8"))
         self._results.flush()
         os.fsync(self._results.fileno())
         self._seen.add(window.key)
+        self._shapes.append(replace(window, latency=None, metrics={}))
 
     def write_file(self, relative: str, content: str | bytes) -> Path:
         """Store a sample or diagnostic file (e.g. 'diagnostics/lookup/statements.json')."""
         target = (self.run_dir / relative).resolve()
-        if self.run_dir.resolve() not in target.parents or target.name == RUN_FILE:
+        if self.run_dir.resolve() not in target.parents or target.name in (RUN_FILE, SEAL_FILE):
             raise ArchiveError(f"refusing to write {relative!r} outside the run's files",
                                where=self.run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -137,13 +174,30 @@ class ArchiveWriter:
         return target
 
     def finish(self, status: Status = "complete", ended: str | None = None) -> Run | None:
-        """Close the run: complete runs get every file's sha256 and are validated once more."""
+        """Close the run. A complete run gets every file's sha256 in run.json, then seal.json
+        (run.json's sha256 beside the others) written last, and is validated once more. A run
+        that lacks windows it declares is left partial instead, and the error says so."""
         self._results.close()
+        if status == "complete":
+            lacking = completeness.problems(self.manifest, self._shapes,
+                                            self.run_dir / RESULTS_FILE)
+            if lacking:
+                self.finish("partial", ended)
+                raise ArchiveError(f"{lacking[0].what}; the run is left partial",
+                                   where=lacking[0].where,
+                                   fix=f"complete it with `invoke bench.run --resume "
+                                       f"{self.manifest.id}`")
+            for stale in self.run_dir.glob(f".{RUN_FILE}.*.tmp"):  # a killed writer's leftovers
+                stale.unlink()
         files = archived_files(self.run_dir) if status == "complete" else {}
         self.manifest = replace(self.manifest, status=status, ended=ended or utc_now(),
-                                files=files)
+                                files=files, format_version=schema.FORMAT_VERSION)
         write_json_atomic(self.run_dir / RUN_FILE, self.manifest.to_json())
-        return open_run(self.run_dir) if status == "complete" else None
+        if status != "complete":
+            return None
+        write_json_atomic(self.run_dir / SEAL_FILE, seal.contents(self.run_dir))
+        _fsync_dir(self.run_dir)  # the seal's rename, too, survives a power cut
+        return open_run(self.run_dir)
 
     def __enter__(self) -> ArchiveWriter:
         return self

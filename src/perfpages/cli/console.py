@@ -271,7 +271,11 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
 
 
 def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
-    """Verify one run, or every run when none is named; one line per problem."""
+    """Verify one run, or every run when none is named; one line per problem, and the notes of
+    an intact run (archived before sealing, a declared block that never ran)."""
+    if not Path(results_dir).is_dir():
+        raise ArchiveError("no such results directory", where=results_dir,
+                           fix="pass the directory that holds the runs with --results")
     runs = [resolve(results_dir, ref)] if ref else find_runs(results_dir)
     if not runs:
         console.print(f"no archived runs in {results_dir}")
@@ -285,7 +289,9 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
                 print(f"error: {problem}", file=sys.stderr)
         else:
             status = read_manifest(path).status
-            console.print(f"ok: {path.name} ({status})", highlight=False)
+            console.print(f"ok: {path.name} ({status})", highlight=False, markup=False)
+            for note in problems.notes:
+                console.print(f"note: {path.name}: {note}", highlight=False, markup=False)
     return 1 if failures else 0
 
 
