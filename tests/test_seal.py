@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -158,12 +159,20 @@ def test_the_writer_never_seals_a_link(tmp_path: Path) -> None:
     assert not (writer.run_dir / "seal.json").exists()
 
 
-def test_a_declared_block_that_never_ran_is_a_note(tmp_path: Path) -> None:
+def test_a_declared_block_that_never_ran_keeps_a_run_from_completing(tmp_path: Path) -> None:
     run = generate(tmp_path, Spec(run_id="2026-11-03-synthetic-one", floors=False,
                                   blocks={"callers": [{"call": "lookup", "callers": 32}]}))
     problems = verify(run.path)
-    assert problems == [] and problems.notes == [
-        "block 'one-caller' is declared but has no window"]
+    assert problems == [] and problems.notes == []  # it declares the block it generated only
+    ghost = replace(run.manifest, id="2026-11-03-synthetic-ghost", status="running", files={},
+                    blocks={**run.manifest.blocks, "ghost": Block("ghost", title="never ran")})
+    writer = ArchiveWriter.create(tmp_path, ghost)
+    for window in run.windows:
+        writer.append(window)
+    with pytest.raises(ArchiveError, match="block 'ghost' is declared but has no measure window; "
+                                           "the run is left partial"):
+        writer.finish()
+    assert read_manifest(tmp_path / ghost.id).status == "partial"
 
 
 def test_the_command_line_verifies_and_refuses(scratch_run: Path) -> None:

@@ -36,3 +36,23 @@ def test_a_load_factory_must_return_a_load() -> None:
     kept = HttpBlocks._load(HttpCase({"call": "x"}, lambda turn: Load(
         [Request(turn.base_url + "/")], duration_s=1.0), samples=True), TURN)
     assert kept.samples
+
+
+def _http_suite(block_labels: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    from perfpages import DataSet, HttpBlockSpec, LabelSpec, Service, Suite
+
+    case = HttpCase({"call": "x"}, lambda turn: None)
+    return Suite("s", "s", labels=(LabelSpec("a"), LabelSpec("b")),
+                 blocks=(HttpBlockSpec("all", (case,)),
+                         HttpBlockSpec("only-b", (case,), labels=block_labels)),
+                 dataset=DataSet("none", 0, lambda c, r, s: None),
+                 service=Service(spec=lambda *a: None))
+
+
+def test_selecting_labels_leaves_out_blocks_that_run_none_of_them() -> None:
+    suite = _http_suite(("b",))
+    assert [b.name for b in suite.select(["a"], None).blocks] == ["all"]
+    with pytest.raises(PerfpagesError, match="block 'only-b' runs only b, and --labels leaves"):
+        suite.select(["a"], ["only-b"])
+    with pytest.raises(PerfpagesError, match="names unknown labels: c"):
+        _http_suite(("c",)).check_block_labels()

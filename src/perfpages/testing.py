@@ -21,6 +21,10 @@ MACHINE = {"cpu": "Synthetic CPU (generated values)", "cores": 2, "memory_gib": 
            "pg_settings": {"shared_buffers": "128MB"}}
 
 
+BLOCKS = {"callers": Block("callers", title="32 callers", metrics=("throughput", "p50", "p99")),
+          "one-caller": Block("one-caller", title="One caller", metrics=("p50", "p99"))}
+
+
 @dataclass
 class Spec:
     """What to generate: per label a speed factor; per block its parameter sets."""
@@ -84,9 +88,7 @@ def generate(results_dir: Path, spec: Spec | None = None) -> Run:
         method=Method(rounds=spec.rounds, order="rotate", seed=spec.seed, warmup_s=1,
                       window_s=1, min_rounds=min(spec.rounds, 5)),
         machine=MACHINE,
-        blocks={"callers": Block("callers", title="32 callers",
-                                 metrics=("throughput", "p50", "p99")),
-                "one-caller": Block("one-caller", title="One caller", metrics=("p50", "p99"))},
+        blocks={name: BLOCKS.get(name, Block(name, title=name)) for name in spec.blocks},
     )
     clock = EPOCH
     names = list(spec.labels)

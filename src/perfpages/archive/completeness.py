@@ -40,18 +40,13 @@ def problems(manifest: Manifest, windows: list[Window], where: Path) -> list[Arc
             f"rounds {last + 1}–{rounds} of {rounds} have"
         out.append(ArchiveError(f"{which} no measure window in any block (method.rounds)",
                                 where=where, fix=_FIX))
+    for name in manifest.blocks:
+        if name not in by_block:
+            out.append(ArchiveError(f"block {name!r} is declared but has no measure window",
+                                    where=where, fix=_FIX))
     for name, block_windows in by_block.items():
         out += _block(name, block_windows, list(manifest.labels), where)
     return out + _floors(windows, where)
-
-
-def notes(manifest: Manifest, windows: list[Window]) -> list[str]:
-    """Declared blocks without a single window. Not an error: `perfpages.testing` declares its
-    two blocks whatever subset a spec generates, and a block never started leaves a run no
-    different from one that skipped it; the label and round checks catch a run cut short."""
-    ran = {w.block for w in windows}
-    return [f"block {name!r} is declared but has no window" for name in manifest.blocks
-            if name not in ran]
 
 
 def _block(block: str, windows: list[Window], order: list[str],

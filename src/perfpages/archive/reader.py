@@ -184,10 +184,8 @@ def verify(run_dir: Path | str) -> Problems:
         manifest = read_manifest(run_dir)
     except ArchiveError as exc:
         return Problems([exc], [])
-    windows, problems, _ = _scan(run_dir, manifest)
+    _, problems, _ = _scan(run_dir, manifest)
     files, notes = seal.check(run_dir, manifest)
-    if manifest.status == "complete":
-        notes += completeness.notes(manifest, windows)
     unique = {str(p): p for p in _ordered(run_dir, problems, files)}  # a link is named once
     return Problems(list(unique.values()), notes)
 

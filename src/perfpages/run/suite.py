@@ -219,8 +219,32 @@ class Suite:
                                          fix=f"choose among: {', '.join(known)}")
             return tuple(known[n] for n in wanted)
 
-        return replace(self, labels=pick("label", labels, self.labels),
-                       blocks=pick("block", blocks, self.blocks))
+        chosen = pick("label", labels, self.labels)
+        names = {x.name for x in chosen}
+        kept = []
+        for b in pick("block", blocks, self.blocks):
+            only = getattr(b, "labels", ())  # an HTTP block may run some labels only
+            if only and not names & set(only):
+                if blocks:
+                    raise PerfpagesError(f"block {b.name!r} runs only {', '.join(only)}, and "
+                                         "--labels leaves none of them", key="--labels",
+                                         fix=f"add one of {', '.join(only)} to --labels")
+                continue  # not asked for by name: a block with nothing to run is left out
+            kept.append(b)
+        if not kept:
+            raise PerfpagesError("no block runs any of the chosen labels", key="--labels",
+                                 fix="choose other labels or blocks")
+        return replace(self, labels=chosen, blocks=tuple(kept))
+
+    def check_block_labels(self) -> None:
+        """Every label an HTTP block names is one of the suite's (a typo would run nothing)."""
+        names = {x.name for x in self.labels}
+        for b in self.blocks:
+            unknown = [n for n in getattr(b, "labels", ()) if n not in names]
+            if unknown:
+                raise PerfpagesError(f"block {b.name!r} names unknown labels: "
+                                     f"{', '.join(unknown)}", key=f"blocks.{b.name}.labels",
+                                     fix=f"use the suite's labels: {', '.join(names)}")
 
 
 def available(directory: Path) -> list[str]:
@@ -271,4 +295,8 @@ def load(name: str, directory: Path, quick: bool = False) -> Suite:
     if not isinstance(result, Suite):
         raise PerfpagesError("suite(quick) did not return a perfpages.Suite", where=path,
                              key="suite", fix="see docs/guide/suites.md")
+    try:
+        result.check_block_labels()
+    except PerfpagesError as exc:
+        raise PerfpagesError(exc.what, where=path, key=exc.key, fix=exc.fix) from None
     return result
