@@ -25,6 +25,7 @@ from perfpages.archive.reader import (
     open_run,
     read_manifest,
 )
+from perfpages.archive.secrets import Redactor
 from perfpages.archive.window import Window, check_values
 from perfpages.errors import ArchiveError
 
@@ -34,12 +35,16 @@ def utc_now() -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write next to the destination, fsync, then rename: readers never see half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), 0o644)  # mkstemp makes 0600; archives are meant to be shared
-            fh.write(text)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -88,6 +93,8 @@ class ArchiveWriter:
         # What completeness needs of each window, without its histogram (~200 KB each).
         self._shapes = [replace(w, latency=None, metrics={}) for w in windows]
         self._results = (run_dir / RESULTS_FILE).open("ab")
+        # What the run's secrets are (the runner sets them): applied to all that is written.
+        self.redactor = Redactor()
 
     @classmethod
     def create(cls, results_dir: Path | str, manifest: Manifest) -> ArchiveWriter:
@@ -132,6 +139,8 @@ class ArchiveWriter:
 
     def append(self, window: Window) -> None:
         where = self.run_dir / RESULTS_FILE
+        if window.error:
+            window = replace(window, error=self.redactor.text(window.error))
         if window.label not in self.manifest.labels and not (
                 window.kind == "floor" and window.label == FLOOR_LABEL):
             raise ArchiveError(f"window for undeclared label {window.label!r}", where=where,
@@ -170,14 +179,25 @@ class ArchiveWriter:
                                where=self.run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        target.write_bytes(data)
+        target.write_bytes(self.redactor.data(data))
         return target
+
+    def redact_files(self) -> None:
+        """Files written beside the writer (a subject's server log) are redacted before the
+        run is closed: no secret reaches the checksums, the seal or the site."""
+        for path in sorted(self.run_dir.rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.parent != self.run_dir:
+                data = path.read_bytes()
+                clean = self.redactor.data(data)
+                if clean != data:
+                    write_bytes_atomic(path, clean)
 
     def finish(self, status: Status = "complete", ended: str | None = None) -> Run | None:
         """Close the run. A complete run gets every file's sha256 in run.json, then seal.json
         (run.json's sha256 beside the others) written last, and is validated once more. A run
         that lacks windows it declares is left partial instead, and the error says so."""
         self._results.close()
+        self.redact_files()
         if status == "complete":
             lacking = completeness.problems(self.manifest, self._shapes,
                                             self.run_dir / RESULTS_FILE)

@@ -31,6 +31,7 @@ from rich.progress import (
 
 from perfpages.archive.manifest import Block, Manifest, Method
 from perfpages.archive.reader import read_manifest, resolve
+from perfpages.archive.secrets import Redactor, masked_env, secret_names
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
@@ -160,6 +161,7 @@ class Runner:
         self.clusters = Clusters(opts.dsn)
         self.session = Session(self.clusters, opts.on_window)
         self.resumed = Path()
+        self.redactor = Redactor()
         # One driver per kind of block: the runner only orders turns and runs the floors.
         self.drivers: dict[type, BlockDriver] = {BlockSpec: PgbenchBlocks(self.session),
                                                  HttpBlockSpec: HttpBlocks(self.session)}
@@ -202,6 +204,8 @@ class Runner:
                                  f"{', '.join(tuned)}", key="--dsn",
                                  fix="drop --dsn, or choose other labels with --labels")
         run_id = recorded.id if recorded else "?"
+        self.redactor = Redactor.for_run(o.dsn, extra=[
+            v for x in suite.labels for k, v in x.env.items() if k in secret_names(x.env)])
         with _sigterm_as_interrupt():
             try:
                 builds = self.builds(suite, recorded)
@@ -213,6 +217,7 @@ class Runner:
                     writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
                     name = "setup.json"
                 run_id = writer.manifest.id
+                writer.redactor = self.redactor
                 with writer:
                     writer.write_file(f"diagnostics/{name}",
                                       json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
@@ -245,7 +250,7 @@ class Runner:
     def manifest(self, suite: Suite, server: Server, builds: dict[str, Build]) -> Manifest:
         o = self.opts
         seed = o.seed if o.seed is not None else random.SystemRandom().randrange(2**31)
-        labels = {n: b.label for n, b in builds.items()}
+        labels = {n: replace(b.label, env=masked_env(b.label.env)) for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}
         with server.target.connect(self.clusters.admin_db(server)) as conn:
             rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE "
@@ -260,7 +265,7 @@ class Runner:
         return Manifest(
             id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
-            started=utc_now(), command=redact_command(o.command),
+            started=utc_now(), command=self.redactor.text(redact_command(o.command)),
             harness=machine.harness(),
             suite_repository=machine.repository(o.benchmarks,
                                                 (o.benchmarks / f"{suite.name}.py",)),
@@ -268,7 +273,7 @@ class Runner:
             method=Method(rounds=o.rounds or suite.rounds, order=suite.order, seed=seed,
                           warmup_s=suite.warmup_s, window_s=suite.window_s,
                           min_rounds=suite.min_rounds, drift_threshold=suite.drift_threshold,
-                          notes=(suite.notes + " " + notes).strip()),
+                          notes=self.redactor.text((suite.notes + " " + notes).strip())),
             machine=machine.fingerprint(server.version(), base),
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
                                   metrics=b.metrics,

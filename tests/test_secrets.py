@@ -1,0 +1,96 @@
+"""No secret reaches an archive or the site: DSN passwords in every form, secret variables.
+
+The corpus test runs a real (tiny) suite whose command line, notes, label environment, process
+environment and PostgreSQL log all carry secrets, then greps every byte of the archive and of
+the site built from it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perfpages.archive.reader import verify
+from perfpages.archive.secrets import MASK, Redactor, dsn_password, masked_env
+from perfpages.run.runner import Options, run
+from sites import build_site, quiet
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("invoke bench.run --dsn=postgresql://bench:hunter22@db:5432/app", "hunter22"),
+    ("invoke bench.run --dsn postgresql://bench:p%40ss%3Aword@db/app", "p%40ss%3Aword"),
+    ("postgresql://bench@db/app?sslmode=require&password=hunter22", "hunter22"),
+    ("host=db user=bench password=hunter22 dbname=app", "hunter22"),
+    ("host=db password = 'two words' dbname=app", "two words"),
+    ("PASSWORD=hunter22", "hunter22"),
+])
+def test_every_dsn_form_loses_its_password(text: str, secret: str) -> None:
+    redacted = Redactor().text(text)
+    assert secret not in redacted and MASK in redacted
+
+
+def test_secret_values_are_masked_wherever_they_appear() -> None:
+    env = {"API_TOKEN": "tok-123456", "DB_PASSWORD": "pw-abcdef", "GITHUB_KEY": "k-99999",
+           "HOME": "/root", "KEYBOARD": "us", "PATH": "/bin"}
+    r = Redactor.for_run("postgresql://u:dsn-secret@h/db", env=env)
+    text = r.text("tok-123456 then pw-abcdef then k-99999, dsn-secret; /root us /bin")
+    assert text == "*** then *** then ***, ***; /root us /bin"
+    assert masked_env(env) == {**env, "API_TOKEN": MASK, "DB_PASSWORD": MASK,
+                               "GITHUB_KEY": MASK}
+    assert dsn_password("host=h password='a b'") == "a b"
+    assert r.data(b"\xff\xfe tok-123456") == b"\xff\xfe tok-123456"  # not text: left alone
+
+
+SUITE = '''
+import dataclasses, sys
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, {benchmarks!r})
+import tiny
+
+
+def load(conn, rows, seed):
+    tiny.load_items(conn, rows, seed)
+    try:  # PostgreSQL logs the failed statement, secret and all
+        conn.execute("SELEC 'label-token-value-1'")
+    except psycopg.Error:
+        pass
+
+
+def suite(quick):
+    s = tiny.suite(quick)
+    labels = tuple(dataclasses.replace(x, env={{"SERVICE_TOKEN": "label-token-value-1"}})
+                   for x in s.labels)
+    return dataclasses.replace(s, name="leaky", labels=labels, rounds=1,
+                               notes="connect with password=notes-secret-2",
+                               dataset=dataclasses.replace(s.dataset, load=load))
+'''
+
+
+def test_a_run_and_its_site_hold_no_secret(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = ["label-token-value-1", "notes-secret-2", "cmd-secret-3", "env-secret-4"]
+    monkeypatch.setenv("PERFPAGES_TEST_API_KEY", "env-secret-4")
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "leaky.py").write_text(SUITE.format(benchmarks=str(ROOT / "benchmarks")))
+    shutil.copytree(ROOT / "benchmarks" / "tiny", bench / "tiny")
+    command = ("invoke bench.run --suite leaky --dsn=postgresql://u:cmd-secret-3@h/db "
+               "--note env-secret-4")
+    run_dir = run(Options(suite="leaky", benchmarks=bench, results=tmp_path / "results",
+                          command=command), quiet())
+    assert verify(run_dir) == []
+    logs = list(run_dir.glob("diagnostics/postgresql-*.log"))
+    assert any("SELEC '***'" in p.read_text() for p in logs)  # the statement, redacted
+    site, _ = build_site(tmp_path / "project", {"index.md": "# x\n"}, tmp_path / "results")
+    for root in (run_dir, site):
+        for path in root.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                leaked = [s for s in secrets if s.encode() in data]
+                assert not leaked, f"{path.relative_to(root)} holds {leaked}"
