@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -117,8 +118,13 @@ def adopter_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from this checkout, installed with its docs extra into a fresh venv."""
     base = tmp_path_factory.mktemp("adopter")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    source = base / "source"  # setuptools builds in the tree: never in this checkout
+    shutil.copytree(ROOT / "src", source / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"),
-         str(ROOT)], base, env)
+         str(source)], base, env)
     wheel = next((base / "dist").glob("perfpages-*.whl"))
     venv = base / "venv"
     run([sys.executable, "-m", "venv", str(venv)], base, env)
