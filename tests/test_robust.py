@@ -251,3 +251,12 @@ def test_an_error_in_an_expression_stops_a_strict_build_with_the_page_line(
     assert ("docs/perf/v1.md:12: macro: ZeroDivisionError: division by zero — see "
             "docs/guide/pages.md") in caught.value.messages
     assert not any("Traceback" in m for m in caught.value.messages)
+
+
+def test_a_results_directory_with_markup_in_its_name_is_printed_as_is(tmp_path: Path) -> None:
+    empty = tmp_path / "[/bold] [quick]"
+    empty.mkdir()
+    for command in (console.list_runs, lambda d, out: console.verify_runs(d, None, out)):
+        out = io.StringIO()
+        assert command(empty, Console(file=out, width=300)) == 0
+        assert out.getvalue() == f"no archived runs in {empty}\n"

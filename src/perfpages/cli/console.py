@@ -48,7 +48,7 @@ def run_suite(opts: Any, console: Console) -> int:
 def list_runs(results_dir: Path, console: Console) -> int:
     runs = find_runs(results_dir)
     if not runs:
-        console.print(f"no archived runs in {results_dir}")
+        console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
     columns = ["id", "date", "suite", "scope", "status", "labels"]
     rows: list[list[str]] = []
@@ -273,7 +273,7 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
                            fix="pass the directory that holds the runs with --results")
     runs = [resolve(results_dir, ref)] if ref else find_runs(results_dir)
     if not runs:
-        console.print(f"no archived runs in {results_dir}")
+        console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
     failures = 0
     for path in runs:
