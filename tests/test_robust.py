@@ -255,7 +255,7 @@ def test_an_error_in_an_expression_stops_a_strict_build_with_the_page_line(
 
 def test_a_results_directory_with_markup_in_its_name_is_printed_as_is(tmp_path: Path) -> None:
     empty = tmp_path / "[/bold] [quick]"
-    empty.mkdir()
+    empty.mkdir(parents=True)  # "[" holds the directory "bold] [quick]"
     for command in (console.list_runs, lambda d, out: console.verify_runs(d, None, out)):
         out = io.StringIO()
         assert command(empty, Console(file=out, width=300)) == 0
