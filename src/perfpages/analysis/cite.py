@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfpages.analysis.report import WARN, _md_table, build
+from perfpages.analysis.text import prose, span
 from perfpages.archive.reader import RUN_FILE, Run, sha256_file
 from perfpages.errors import ArchiveError
 
@@ -24,17 +25,19 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
                                f"`invoke bench.run --resume {m.id}`")
     data = data or build(run)
     machine = m.machine
-    pins = [f"- `{name}`: {label.pin.describe()}" for name, label in m.labels.items()]
-    commit = m.harness.get("commit") or "unknown"
+    # Titles, labels, pins and the machine come from the archive: escaped, never markup.
+    pins = [f"- {span(name)}: {prose(label.pin.describe())}" for name, label in m.labels.items()]
+    commit = prose(m.harness.get("commit") or "unknown")
     name = f"[`{m.id}`]({run_url(site_url, m.id)})" if site_url else f"`{m.id}`"
     lines = [
-        f"**{m.title}** — perfpages run {name}",
+        f"**{prose(m.title)}** — perfpages run {name}",
         "",
         f"- date: {m.started[:10]} ({m.scope} run, {m.method.rounds} interleaved rounds)",
-        f"- machine: {machine.get('cpu')}, {machine.get('cores')} cores, "
-        f"{machine.get('memory_gib')} GiB, Linux {machine.get('kernel')}, "
-        f"Python {machine.get('python')}, PostgreSQL {machine.get('postgresql') or 'n/a'}",
-        f"- harness: perfpages {m.harness.get('version')} @ {commit}",
+        "- machine: " + prose(f"{machine.get('cpu')}, {machine.get('cores')} cores, "
+                              f"{machine.get('memory_gib')} GiB, Linux {machine.get('kernel')}, "
+                              f"Python {machine.get('python')}, PostgreSQL "
+                              f"{machine.get('postgresql') or 'n/a'}"),
+        f"- harness: perfpages {prose(m.harness.get('version'))} @ {commit}",
         "- pins:",
         *[f"  {p}" for p in pins],
         f"- `{RUN_FILE}` sha256: `{sha256_file(run.path / RUN_FILE)}`",
@@ -42,12 +45,12 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
     ]
     if data.get("warnings"):  # what `bench report` flags travels with the numbers
         lines += [f"{WARN} **Warnings** (`invoke bench.report --run {m.id}` flags them):", "",
-                  *[f"- {w}" for w in data["warnings"]], ""]
+                  *[f"- {prose(w)}" for w in data["warnings"]], ""]
     if data["tables"]:
         head = data["tables"][0]
-        lines += [f"{head['title']}, median (min–max) of the rounds:", "",
+        lines += [f"{prose(head['title'])}, median (min–max) of the rounds:", "",
                   *_md_table(head["columns"], head["rows"]), ""]
     if data["changes"]["summary"]:
-        lines += [f"- {s}" for s in data["changes"]["summary"]] + [""]
+        lines += [f"- {prose(s)}" for s in data["changes"]["summary"]] + [""]
     lines.append(f"Verify: `invoke bench.verify --run {m.id}`")
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from perfpages.analysis import decision, saturation
 from perfpages.analysis.decision import Cell, Change, false_positive_rate
 from perfpages.analysis.method import check_comparable, format_percent, format_range
 from perfpages.analysis.metric import format_number, info
+from perfpages.analysis.text import fence, prose
 from perfpages.archive import diagnostics
 from perfpages.archive.frame import load
 from perfpages.archive.reader import Run
@@ -297,35 +298,38 @@ def loss(block: str, pkey: str, base: str, other: str, c: Change) -> dict[str, A
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
-    esc = [[str(c).replace("|", "\\|") for c in row] for row in [columns, *rows]]
+    esc = [[prose(c) for c in row] for row in [columns, *rows]]
     lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in esc[1:]]
     return lines
 
 
 def to_markdown(data: dict[str, Any]) -> str:
-    out = [f"# {data['title']}", "",
-           f"Run `{data['run']}` ({data['scope']}, {data['status']}), started {data['started']}.",
-           "", f"Method: {data['method']}.", ""]
+    """The report as Markdown; every text from the archive is escaped (text.prose), so a
+    title or label reads as typed, never as markup."""
+    out = [f"# {prose(data['title'])}", "",
+           f"Run `{data['run']}` ({data['scope']}, {data['status']}), started "
+           f"{prose(data['started'])}.", "", f"Method: {prose(data['method'])}.", ""]
     for table in data["tables"]:
-        out += [f"## {table['title']}", "", *_md_table(table["columns"], table["rows"]), ""]
-        out += [f"{note}" for note in table["notes"]] + ([""] if table["notes"] else [])
+        out += [f"## {prose(table['title'])}", "", *_md_table(table["columns"], table["rows"]),
+                ""]
+        out += [prose(note) for note in table["notes"]] + ([""] if table["notes"] else [])
     if data["changes"]["rows"]:
         out += ["## Changes", "", *_md_table(data["changes"]["columns"], data["changes"]["rows"]),
                 ""]
-        out += [f"- {line}" for line in data["changes"]["summary"]] + [""]
+        out += [f"- {prose(line)}" for line in data["changes"]["summary"]] + [""]
     if data["drift"]:
         out += ["## Floors", ""]
-        out += [drift_line(d) for d in data["drift"]] + [""]
+        out += [f"- {prose(drift_line(d)[2:])}" for d in data["drift"]] + [""]
     if data.get("saturation"):
         out += ["## Saturation", ""]
-        out += [f"- {saturation.line(k)}" for k in data["saturation"]] + [""]
+        out += [f"- {prose(saturation.line(k))}" for k in data["saturation"]] + [""]
     if data.get("diagnostics"):
-        out += ["## Diagnostics", "", "```text", *data["diagnostics"], "```", ""]
+        out += ["## Diagnostics", "", fence("\n".join(data["diagnostics"])), ""]
     warned = data.get("warnings", [])
     if warned:
-        out += [f"## {WARN} Warnings", "", *[f"- {w}" for w in warned], ""]
-    out += [f"Note: {note}" for note in data["notes"] if note not in warned]
+        out += [f"## {WARN} Warnings", "", *[f"- {prose(w)}" for w in warned], ""]
+    out += [f"Note: {prose(note)}" for note in data["notes"] if note not in warned]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -10,12 +10,15 @@ from typing import Any
 from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
+from rich.table import Column
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from perfpages.analysis import report, saturation
 from perfpages.analysis.cite import cite
 from perfpages.analysis.method import format_percent
 from perfpages.archive.reader import Run, find_runs, open_run, read_manifest, resolve, verify
+from perfpages.cli.names import whole_number
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
 
 
@@ -36,16 +39,16 @@ def run_suite(opts: Any, console: Console) -> int:
 
     run_dir = runner.run(opts, console)
     status = read_manifest(run_dir).status
-    console.print(f"{status}: {run_dir}", highlight=False)
+    console.print(f"{status}: {run_dir}", highlight=False, markup=False, emoji=False)
     console.print(f"report: invoke bench.report --run {run_dir.name} --results {run_dir.parent}",
-                  highlight=False)
+                  highlight=False, markup=False, emoji=False)
     return 0
 
 
 def list_runs(results_dir: Path, console: Console) -> int:
     runs = find_runs(results_dir)
     if not runs:
-        console.print(f"no archived runs in {results_dir}")
+        console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
     columns = ["id", "date", "suite", "scope", "status", "labels"]
     rows: list[list[str]] = []
@@ -90,15 +93,7 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
     if fail_on is not None and fail_on not in FAIL_ON:
         raise PerfpagesError(f"unknown condition {fail_on!r}", key="--fail-on",
                              fix="use --fail-on loss (exit 1 when any change is a clear loss)")
-    rounds = None
-    if min_rounds is not None:
-        try:
-            rounds = int(min_rounds)
-            if rounds < 1:
-                raise ValueError
-        except ValueError:
-            raise PerfpagesError(f"not a round count: {min_rounds!r}", key="--min-rounds",
-                                 fix="give a whole number of at least 1") from None
+    rounds = whole_number(min_rounds, "--min-rounds", minimum=1, noun="round count")
     if fmt not in ("term", "md", "json"):
         raise PerfpagesError(f"unknown format {fmt!r}", key="--format",
                              fix="use term, md or json")
@@ -152,8 +147,8 @@ def _rich(title: str, columns: list[str], rows: list[list[str]], ids: int,
 
 def _new(title: str, columns: list[str], rows: list[list[str]],
          show_lines: bool = False) -> RichTable:
-    table = RichTable(*columns, title=title, title_justify="left", title_style="bold",
-                      show_lines=show_lines)
+    table = RichTable(*[Column(header=_escape(c)) for c in columns], title=_escape(title),
+                      title_justify="left", title_style="bold", show_lines=show_lines)
     for row in rows:
         table.add_row(*[_highlight(c) for c in row])
     return table
@@ -222,52 +217,52 @@ def _shrink(widths: list[int], group: list[int], floors: list[int], excess: int)
         excess -= 1
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+def _escape(text: str) -> Text:
+    """Text from an archive as rich prints it: as is, never read as markup (`[/bold]` would
+    raise, `Sky [quick]` lose a word) or as an emoji code."""
+    return Text(text)
 
 
-def _highlight(text: str) -> str:
-    text = _escape(text)
-    if text == "clear gain":
-        return "[green]clear gain[/green]"
-    if text == "clear loss":
-        return "[red]clear loss[/red]"
-    return text.replace(report.WARN, f"[yellow]{report.WARN}[/yellow]")
+def _highlight(text: str) -> Text:
+    styles = {"clear gain": "green", "clear loss": "red"}
+    shown = Text(text, style=styles.get(text, ""))
+    shown.highlight_words([report.WARN], "yellow")
+    return shown
 
 
 def print_terminal(data: dict[str, Any], console: Console) -> None:
-    console.print(f"[bold]{data['title']}[/bold]  ({data['run']}, {data['scope']}, "
-                  f"{data['status']})", highlight=False)
-    console.print(f"Method: {data['method']}.", highlight=False)
+    console.print(Text.assemble((data["title"], "bold"), f"  ({data['run']}, {data['scope']}, "
+                                f"{data['status']})"))
+    console.print(_escape(f"Method: {data['method']}."))
     for table in data["tables"]:
         console.print(_rich(table["title"], table["columns"], table["rows"], 2, console))
         for note in table["notes"]:
-            console.print(note, highlight=False)
+            console.print(_escape(note))
     changes = data["changes"]
     if changes["rows"]:
         console.print(_rich("Changes", changes["columns"], changes["rows"], 4, console))
         for line in changes["summary"]:
-            console.print(f"- {line}", highlight=False)
+            console.print(_escape(f"- {line}"))
     for d in data["drift"]:
-        console.print(report.drift_line(d), highlight=False)
+        console.print(_escape(report.drift_line(d)))
     knees = data.get("saturation", [])
     if knees:
         console.print("[bold]Saturation[/bold] (doubling the clients: throughput vs p95)")
         for k in knees:
-            console.print(_highlight(f"- {saturation.line(k)}"), highlight=False)
+            console.print(_highlight(f"- {saturation.line(k)}"))
     if data.get("diagnostics"):
         console.print("[bold]Diagnostics[/bold] (files under diagnostics/)")
         for text in data["diagnostics"]:
-            console.print(text, highlight=False, markup=False)
+            console.print(_escape(text))
     warned = data.get("warnings", [])
     for note in data["notes"]:
         if note not in warned:
-            console.print(f"note: {note}", highlight=False, markup=False)
+            console.print(_escape(f"note: {note}"))
     if warned:
         console.print(f"[bold yellow]{report.WARN} Warnings[/bold yellow] (bench cite "
                       "includes them)", highlight=False)
         for text in warned:
-            console.print(f"- {text}", highlight=False, markup=False)
+            console.print(_escape(f"- {text}"))
 
 
 def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
@@ -278,7 +273,7 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
                            fix="pass the directory that holds the runs with --results")
     runs = [resolve(results_dir, ref)] if ref else find_runs(results_dir)
     if not runs:
-        console.print(f"no archived runs in {results_dir}")
+        console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
     failures = 0
     for path in runs:
@@ -289,9 +284,9 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
                 print(f"error: {problem}", file=sys.stderr)
         else:
             status = read_manifest(path).status
-            console.print(f"ok: {path.name} ({status})", highlight=False, markup=False)
+            console.print(_escape(f"ok: {path.name} ({status})"))
             for note in problems.notes:
-                console.print(f"note: {path.name}: {note}", highlight=False, markup=False)
+                console.print(_escape(f"note: {path.name}: {note}"))
     return 1 if failures else 0
 
 

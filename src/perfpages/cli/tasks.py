@@ -16,7 +16,7 @@ from typing import Any
 from invoke import Collection, Context, Exit, task
 
 from perfpages import settings
-from perfpages.cli.names import accept_spaced_names
+from perfpages.cli.names import accept_spaced_names, program_name, whole_number
 
 RESULTS_HELP = "directory of archived runs (default: [tool.perfpages] results, else results/)"
 SUITES_HELP = "directory of suite modules (default: [tool.perfpages] suites, else benchmarks/)"
@@ -51,31 +51,6 @@ def _names(text: str | None) -> list[str] | None:
     return [p.strip() for p in text.split(",") if p.strip()] if text else None
 
 
-def _program() -> str:
-    """How the command was called, for the run's record: `perfpages` or `invoke`."""
-    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    if name in ("__main__.py", ""):  # python -m invoke / python -m perfpages
-        name = Path(sys.argv[0]).parent.name or "invoke"
-    return name
-
-
-def _integer(text: str | int | None, flag: str, minimum: int | None = None) -> int | None:
-    """invoke types an option by its default (None here): `--rounds 3` arrives as "3"."""
-    from perfpages.errors import PerfpagesError
-
-    if text is None:
-        return None
-    try:
-        value: int | None = int(text)
-    except ValueError:
-        value = None
-    if value is None or (minimum is not None and value < minimum):
-        at_least = f" of at least {minimum}" if minimum is not None else ""
-        raise PerfpagesError(f"{text!r} is not a whole number{at_least}", key=flag,
-                             fix=f"write {flag} N")
-    return value
-
-
 @task(iterable=["ref", "pin"], help={"suite": "suite name: SUITES/NAME.py",
             "labels": "only these labels, comma-separated",
             "blocks": "only these blocks, comma-separated",
@@ -100,11 +75,12 @@ def run(c: Context, suite: str | None = None, labels: str | None = None,
     s = _settings(results, suites)
     refs, pins, rounds, seed = _guard(lambda: (
         parse_assignments(ref or [], "--ref"), parse_assignments(pin or [], "--pin"),
-        _integer(rounds, "--rounds", minimum=1), _integer(seed, "--seed")))
+        whole_number(rounds, "--rounds", minimum=1, noun="round count"),
+        whole_number(seed, "--seed")))
     opts = Options(suite=suite, benchmarks=s.suites, results=s.results,
                    labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
                    resume=resume, dsn=dsn, seed=seed, refs=refs, pins=pins,
-                   command=" ".join([_program(), *sys.argv[1:]]))
+                   command=" ".join([program_name(), *sys.argv[1:]]))
     _command(lambda cmd, out: cmd.run_suite(opts, out))
 
 
@@ -129,8 +105,10 @@ def report(c: Context, run: str | None = None, compare: str | None = None, forma
            allow_mixed: bool = False, fail_on: str | None = None) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
     s = _settings(results)
+    rounds = _guard(lambda: whole_number(min_rounds, "--min-rounds", minimum=1,
+                                         noun="round count"))
     _command(lambda cmd, out: cmd.print_report(s.results, run, compare, format,
-                                               min_rounds, out, allow_mixed, fail_on))
+                                               rounds, out, allow_mixed, fail_on))
 
 
 @task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
@@ -161,6 +139,7 @@ def build(c: Context) -> None:
 def serve(c: Context, port: int = 8000) -> None:
     """Serve the site with live reload on http://127.0.0.1:PORT/."""
     s = _settings()
+    port = _guard(lambda: whole_number(port, "--port", minimum=1, maximum=65535, noun="port"))
     c.run(f"mkdocs serve --livereload --dev-addr 127.0.0.1:{port} --config-file {s.mkdocs}",
           pty=False)
 

@@ -196,6 +196,11 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
         line = _error_line(exc, path)
         raise PerfpagesError(str(exc), where=path, line=offset + line if line else None,
                              key="macro", fix=GUIDE) from None
+    except Exception as exc:  # any error in an expression (`{{ 1/0 }}`) is the page's, one line
+        line = _error_line(exc, path)
+        raise PerfpagesError(f"{type(exc).__name__}: {exc}", where=path,
+                             line=offset + line if line else None, key="macro",
+                             fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
     return Rendered(_annotate(restore(text, saved), page.claims), page.claims, warnings)
 
