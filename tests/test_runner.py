@@ -392,7 +392,7 @@ def test_ref_through_the_command_line(tmp_path: Path, package: tuple[Path, list[
     (["--pin", "a=six==1.16.0", "--pin", "a=six==1.17.0"],
      "error: --pin: label 'a' is given twice"),
     (["--ref", "zz=main"], "error: --ref: this run has no label 'zz'"),
-    (["--rounds", "two"], "error: --rounds: 'two' is not a whole number"),
+    (["--rounds", "two"], "error: --rounds: not a whole number: 'two'"),
 ])
 def test_ref_pin_and_number_mistakes_on_the_command_line(tmp_path: Path, args: list[str],
                                                           needle: str) -> None:
