@@ -208,7 +208,8 @@ def test_a_failed_window_is_archived_not_dropped(tmp_path: Path) -> None:
     bench = failing_suite(tmp_path)
     run_dir = run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
     r = open_run(run_dir)
-    assert r.manifest.status == "complete"
+    assert r.manifest.status == "failed"  # its only cell has no successful window
+    assert any("1 of 1 windows failed" in note for note in r.notes)
     [window] = r.measured
     assert window.status == "failed" and "no_such_table" in (window.error or "")
     assert all(w.status == "ok" for w in r.floors)

@@ -3,12 +3,14 @@
 Every round runs every label, in an order that rotates (or is shuffled with the recorded seed).
 Each label's turn starts with a warm-up window (archived as `warmup`, never analysed), then one
 window per client count. A floor (pgbench select-only, one client, straight to PostgreSQL) runs
-before and after each block. A failed window is archived as failed. Ctrl-C leaves a `partial`
-run that `--resume` completes; servers are stopped whatever happens.
+before and after each block. A failed window is archived as failed; a cell none of whose
+windows succeeded makes the run `failed`. Ctrl-C leaves a `partial` run that `--resume`
+completes; servers are stopped whatever happens, and a second Ctrl-C waits for the teardown.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 import re
@@ -30,15 +32,15 @@ from rich.progress import (
 )
 
 from perfpages.archive.manifest import Block, Manifest, Method
-from perfpages.archive.reader import read_manifest, resolve
+from perfpages.archive.reader import failure, read_manifest, resolve
 from perfpages.archive.window import Window
-from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
+from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.run import collect, machine, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step
 from perfpages.run.builds import REQUIREMENT, Build
 from perfpages.run.builds import resolve as resolve_build
-from perfpages.run.clusters import Clusters
+from perfpages.run.clusters import Clusters, reap
 from perfpages.run.httpblock import HttpBlocks
 from perfpages.run.postgres import Server, redact
 from perfpages.run.sqlblock import PgbenchBlocks
@@ -132,9 +134,8 @@ def override(suite: Suite, refs: dict[str, str], pins: dict[str, str]) -> Suite:
 
 
 def _interrupted(run_id: str, suite: str) -> Interrupted:
-    return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run",
-                          fix=f"complete it with `invoke bench.run --suite {suite} "
-                              f"--resume {run_id}`")
+    return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run", fix=f"complete "
+                       f"it with `invoke bench.run --suite {suite} --resume {run_id}`")
 
 
 @contextmanager
@@ -153,6 +154,24 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _deferred_signals() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM wait (noted, not raised) while a run is finished or torn down: a
+    second Ctrl-C must not leave a server or a cluster directory behind."""
+    caught: list[int] = []
+    try:
+        previous = {s: signal.signal(s, lambda n, _: caught.append(n))
+                    for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class Runner:
     def __init__(self, opts: Options, console: Console) -> None:
         self.opts = opts
@@ -160,6 +179,8 @@ class Runner:
         self.clusters = Clusters(opts.dsn)
         self.session = Session(self.clusters, opts.on_window)
         self.resumed = Path()
+        self.lock: RunLock | None = None  # a resumed run's, taken before anything starts
+        self.writer: ArchiveWriter | None = None
         # One driver per kind of block: the runner only orders turns and runs the floors.
         self.drivers: dict[type, BlockDriver] = {BlockSpec: PgbenchBlocks(self.session),
                                                  HttpBlockSpec: HttpBlocks(self.session)}
@@ -177,14 +198,15 @@ class Runner:
         if o.resume:
             run_dir = resolve(o.results, o.resume)
             manifest = read_manifest(run_dir)
-            if manifest.status == "complete":
-                raise PerfpagesError(f"run {manifest.id} is already complete", key="--resume",
-                                     fix="start a new run instead")
+            if manifest.status in ("complete", "failed"):
+                raise PerfpagesError(f"run {manifest.id} is already {manifest.status}",
+                                     key="--resume", fix="start a new run instead")
             if o.suite and o.suite != manifest.suite:
                 raise PerfpagesError(f"run {manifest.id} is of suite {manifest.suite!r}",
                                      key="--suite", fix=f"use --suite {manifest.suite}")
             suite = load(manifest.suite, o.benchmarks, manifest.scope == "quick")
             suite = suite.select(list(manifest.labels), list(manifest.blocks))
+            self.lock = RunLock(run_dir)  # refuses a live writer; takes over a dead one's run
             self.resumed = run_dir
             return suite, manifest
         if not o.suite:
@@ -201,34 +223,71 @@ class Runner:
             raise PerfpagesError(f"labels with pg_settings need the embedded server: "
                                  f"{', '.join(tuned)}", key="--dsn",
                                  fix="drop --dsn, or choose other labels with --labels")
-        run_id = recorded.id if recorded else "?"
+        reap()  # what runs killed without a teardown left: their servers and directories
+        interrupted = False
         with _sigterm_as_interrupt():
             try:
-                builds = self.builds(suite, recorded)
-                server = self.clusters.start(suite, builds[suite.labels[0].name])
-                if recorded:
-                    writer = ArchiveWriter.resume(self.resumed)
-                    name = "setup-resume.json"
-                else:
-                    writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
-                    name = "setup.json"
-                run_id = writer.manifest.id
-                with writer:
-                    writer.write_file(f"diagnostics/{name}",
-                                      json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
-                    self.execute(suite, builds, writer)
-                    for name, log in self.clusters.logs().items():
-                        writer.write_file(f"diagnostics/postgresql-{name}.log", log)
-                return writer.run_dir
+                self.archive(suite, recorded)
             except KeyboardInterrupt:
-                if run_id == "?":
-                    raise Interrupted("interrupted before the run was archived",
-                                         key="bench.run", fix="start it again") from None
-                raise _interrupted(run_id, suite.name) from None
+                interrupted = True
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                raise self._no_space(suite.name) from None
             finally:
-                self.clusters.destroy()
-                for driver in self.drivers.values():
-                    driver.close()
+                interrupted = self.teardown() or interrupted
+        writer = self.writer
+        if writer is None:
+            raise Interrupted("interrupted before the run was archived", key="bench.run",
+                              fix="start it again")
+        # A signal after the run was finished (or during the teardown) changes nothing in it.
+        if interrupted and read_manifest(writer.run_dir).status not in ("complete", "failed"):
+            raise _interrupted(writer.manifest.id, suite.name)
+        return writer.run_dir
+
+    def archive(self, suite: Suite, recorded: Manifest | None) -> None:
+        o = self.opts
+        builds = self.builds(suite, recorded)
+        server = self.clusters.start(suite, builds[suite.labels[0].name])
+        if recorded:
+            writer, self.lock = ArchiveWriter.resume(self.resumed, self.lock), None
+        else:
+            writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
+        self.writer, name = writer, "setup-resume.json" if recorded else "setup.json"
+        try:
+            writer.write_file(f"diagnostics/{name}",
+                              json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
+            self.execute(suite, builds, writer)
+            for name, log in self.clusters.logs().items():
+                writer.write_file(f"diagnostics/postgresql-{name}.log", log)
+        except BaseException:
+            with _deferred_signals():
+                writer.abandon()  # partial, resumable
+            raise
+        with _deferred_signals():
+            try:
+                writer.finish("failed" if failure(writer.windows) else "complete")
+            except BaseException:
+                writer.lock.release(remove=False)  # e.g. a full disk: a dead writer's run
+                raise
+
+    def teardown(self) -> bool:
+        """Stop and remove everything the run started; True when a signal came meanwhile."""
+        with _deferred_signals() as caught:
+            for driver in self.drivers.values():
+                driver.close()
+            self.clusters.destroy()
+            if self.lock is not None:  # a resume that failed before its writer took the lock
+                self.lock.release(remove=False)
+        return bool(caught)
+
+    def _no_space(self, suite: str) -> PerfpagesError:
+        w = self.writer
+        return PerfpagesError("no space left on the device" + (
+            f" while writing run {w.manifest.id}" if w else "; nothing was archived"),
+            key="bench.run", fix="free some space, then " + (
+                f"complete it with `invoke bench.run --suite {suite} --resume {w.manifest.id}`"
+                if w else "start it again"))
 
     def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, Build]:
         """Every label's build, resolved before anything is archived (errors: one line)."""
