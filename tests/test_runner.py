@@ -17,8 +17,9 @@ from perfpages.archive.reader import FLOOR_LABEL, open_run, read_manifest
 from perfpages.archive.window import Window
 from perfpages.errors import PerfpagesError
 from perfpages.run import suite as suite_module
+from perfpages.run.overrides import parse_assignments
 from perfpages.run.postgres import free_port, leftover_servers
-from perfpages.run.runner import Options, parse_assignments, run
+from perfpages.run.runner import Options, run
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,7 +209,8 @@ def test_a_failed_window_is_archived_not_dropped(tmp_path: Path) -> None:
     bench = failing_suite(tmp_path)
     run_dir = run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
     r = open_run(run_dir)
-    assert r.manifest.status == "complete"
+    assert r.manifest.status == "failed"  # its only cell has no successful window
+    assert any("1 of 1 windows failed" in note for note in r.notes)
     [window] = r.measured
     assert window.status == "failed" and "no_such_table" in (window.error or "")
     assert all(w.status == "ok" for w in r.floors)

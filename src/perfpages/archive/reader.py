@@ -6,21 +6,26 @@ numbers finite; each refusal is one ArchiveError naming the file, the line and t
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import json
+import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfpages.archive import completeness, schema, seal
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.seal import (  # noqa: F401 (re-exported: the names readers import)
+    LOCK_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SEAL_FILE,
     archived_files,
     sha256_file,
 )
-from perfpages.archive.window import Window
+from perfpages.archive.window import Window, params_key
 from perfpages.errors import ArchiveError
 
 FLOOR_LABEL = "floor"  # floor windows (pgbench or /health straight) may use this undeclared label
@@ -50,6 +55,69 @@ class Run:
     @property
     def floors(self) -> list[Window]:
         return [w for w in self.windows if w.kind == "floor"]
+
+
+def writer_state(run_dir: Path) -> str | None:
+    """Who holds a run's lock: 'pid N on HOST' while its writer lives, 'writer dead: pid N on
+    HOST' once it died (the kernel freed its flock); None when no lock file is there."""
+    try:
+        fd = os.open(run_dir / LOCK_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        try:
+            holder = json.loads(os.read(fd, 4096) or b"{}")
+        except ValueError:
+            holder = {}
+        who = (f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
+               if isinstance(holder, dict) else "an unknown writer")
+        try:  # a shared lock, dropped at once: only tells whether an exclusive one is held
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return who
+        return f"writer dead: {who}"
+    finally:
+        os.close(fd)
+
+
+def status_text(run_dir: Path, manifest: Manifest) -> str:
+    """The status as commands show it: a `running` run says whether its writer lives."""
+    if manifest.status != "running":
+        return manifest.status
+    state = writer_state(run_dir)
+    if state is None:  # no lock at all: written before locks, or its writer died early
+        return "running (writer dead)"
+    return f"running ({state})"
+
+
+def failure(windows: Iterable[Window]) -> str | None:
+    """Why a run failed, or None: a table cell (block, label, parameters) none of whose
+    measurement windows succeeded. Scattered failed windows leave the run complete (their
+    cells are marked ⚠ by the report)."""
+    measured = [w for w in windows if w.kind == "measure"]
+    cells: dict[tuple[str, str, str], bool] = {}
+    for w in measured:
+        key = (w.block, w.label, params_key(w.params))
+        cells[key] = cells.get(key, False) or w.status == "ok"
+    if all(cells.values()):
+        return None
+    bad = [w for w in measured if w.status == "failed"]
+    first = bad[0]
+    reason = (first.error or "no error recorded").strip().splitlines()[0][:200]
+    return (f"{len(bad)} of {len(measured)} windows failed — first: {first.block}/{first.label}"
+            f" {params_key(first.params)}: {reason}")
+
+
+def lifecycle_notes(run_dir: Path, manifest: Manifest, windows: Iterable[Window]) -> list[str]:
+    """What a reader of a run that is not complete should be told first."""
+    if manifest.status == "running":
+        state = status_text(run_dir, manifest)
+        if "writer dead" in state:
+            return [f"{state}: complete it with `invoke bench.run --resume {manifest.id}`"]
+        return [f"{state}: the run is still being written"]
+    if manifest.status == "failed":
+        return [f"run failed: {failure(windows) or 'see its failed windows'}"]
+    return []
 
 
 def read_manifest(run_dir: Path) -> Manifest:
@@ -184,10 +252,10 @@ def verify(run_dir: Path | str) -> Problems:
         manifest = read_manifest(run_dir)
     except ArchiveError as exc:
         return Problems([exc], [])
-    _, problems, _ = _scan(run_dir, manifest)
+    windows, problems, _ = _scan(run_dir, manifest)
     files, notes = seal.check(run_dir, manifest)
     unique = {str(p): p for p in _ordered(run_dir, problems, files)}  # a link is named once
-    return Problems(list(unique.values()), notes)
+    return Problems(list(unique.values()), lifecycle_notes(run_dir, manifest, windows) + notes)
 
 
 def _ordered(run_dir: Path, lines: list[ArchiveError],
@@ -206,6 +274,7 @@ def open_run(run_dir: Path | str) -> Run:
     problems = _ordered(run_dir, lines, seal.check(run_dir, manifest)[0])
     if problems:
         raise problems[0]
+    notes = lifecycle_notes(run_dir, manifest, windows) + notes
     return Run(path=run_dir, manifest=manifest, windows=windows, notes=notes)
 
 

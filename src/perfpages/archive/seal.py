@@ -22,6 +22,7 @@ from perfpages.errors import ArchiveError
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SEAL_FILE = "seal.json"
+LOCK_FILE = ".lock"  # a running run's writer lock: never sealed, removed when the run ends
 SEAL_FORMAT = "perfpages-seal"
 SEALED_SINCE = 2  # the first format version whose complete runs are sealed
 MAX_JSON_BYTES = 16 << 20  # run.json and seal.json: real ones are ~10 KB
@@ -75,8 +76,8 @@ def sha256_file(path: Path) -> str:
 
 
 def walk(run_dir: Path) -> tuple[list[str], list[ArchiveError]]:
-    """Every regular file under run_dir (relative POSIX paths, sorted, hidden ones included),
-    and a problem for every link, device, FIFO or socket; links are never followed."""
+    """Every regular file under run_dir (relative POSIX paths, sorted, hidden ones included but
+    the writer's lock), and a problem for every link, device, FIFO or socket (never followed)."""
     files: list[str] = []
     problems: list[ArchiveError] = []
     pending = [run_dir]
@@ -91,6 +92,8 @@ def walk(run_dir: Path) -> tuple[list[str], list[ArchiveError]]:
             continue
         for entry in entries:
             path = Path(entry.path)
+            if folder == run_dir and entry.name == LOCK_FILE:
+                continue  # the writer's lock (see LOCK_FILE), never part of the archive
             if entry.is_symlink():
                 problems.append(ArchiveError("a symbolic link", where=_shown(path),
                                              fix=_ONLY_REGULAR))

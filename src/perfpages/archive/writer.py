@@ -3,9 +3,11 @@ seal it (seal.json, written last)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import socket
 import tempfile
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -17,6 +19,7 @@ from perfpages.archive import completeness, schema, seal
 from perfpages.archive.manifest import Manifest, Status
 from perfpages.archive.reader import (
     FLOOR_LABEL,
+    LOCK_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SEAL_FILE,
@@ -24,6 +27,7 @@ from perfpages.archive.reader import (
     archived_files,
     open_run,
     read_manifest,
+    writer_state,
 )
 from perfpages.archive.secrets import Redactor
 from perfpages.archive.window import Window, check_values
@@ -83,11 +87,48 @@ def new_run_id(results_dir: Path, suite: str, slug: str = "", day: str | None = 
     return candidate
 
 
+class RunLock:
+    """The writer's flock on `.lock` in the run directory, with its pid, host and start in it:
+    the kernel drops the lock when the writer dies, however it dies, so a `running` run whose
+    lock is free has a dead writer. The file is removed when the run is finished."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_FILE
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = writer_state(run_dir) or "another process"
+            raise ArchiveError(f"run is being written by {holder}", where=run_dir,
+                               fix="wait for it to end, or stop that process") from None
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+        self.fd: int | None = fd
+
+    def move(self, run_dir: Path) -> None:
+        """The directory was renamed (a new run's staging): the lock follows its inode."""
+        self.path = run_dir / LOCK_FILE
+
+    def release(self, remove: bool = True) -> None:
+        """Remove the file while still holding the lock (no one sees a free, stale one), then
+        close; with remove=False the file stays and names the writer that left it."""
+        if self.fd is None:
+            return
+        if remove:
+            self.path.unlink(missing_ok=True)
+        os.close(self.fd)
+        self.fd = None
+
+
 class ArchiveWriter:
     """Appends windows to one run directory; each window is on disk before append() returns."""
 
-    def __init__(self, run_dir: Path, manifest: Manifest, windows: list[Window]) -> None:
+    def __init__(self, run_dir: Path, manifest: Manifest, windows: list[Window],
+                 lock: RunLock) -> None:
         self.run_dir = run_dir
+        self.lock = lock
         self.manifest = manifest
         self._seen = {w.key for w in windows}
         # What completeness needs of each window, without its histogram (~200 KB each).
@@ -109,18 +150,23 @@ class ArchiveWriter:
         (staging / "samples").mkdir()
         (staging / "diagnostics").mkdir()
         (staging / RESULTS_FILE).touch()
+        lock = RunLock(staging)  # locked before the run is visible: never `running` unlocked
         manifest = replace(manifest, status="running", files={})
         write_json_atomic(staging / RUN_FILE, manifest.to_json())
         staging.rename(run_dir)
-        return cls(run_dir, manifest, [])
+        lock.move(run_dir)
+        return cls(run_dir, manifest, [], lock)
 
     @classmethod
-    def resume(cls, run_dir: Path | str) -> ArchiveWriter:
-        """Reopen a partial run; a torn last line (the interrupted window) is cut off."""
+    def resume(cls, run_dir: Path | str, lock: RunLock | None = None) -> ArchiveWriter:
+        """Reopen a partial run, or a running one whose writer died (its lock is taken over);
+        a torn last line (the interrupted window) is cut off."""
         run_dir = Path(run_dir)
+        lock = lock or RunLock(run_dir)
         manifest = read_manifest(run_dir)
-        if manifest.status == "complete":
-            raise ArchiveError("run is complete and immutable", where=run_dir,
+        if manifest.status in ("complete", "failed"):
+            lock.release()
+            raise ArchiveError(f"run is {manifest.status} and immutable", where=run_dir,
                                fix="archive a new run instead of resuming this one")
         results = run_dir / RESULTS_FILE
         raw = results.read_bytes() if results.exists() else b""
@@ -131,7 +177,7 @@ class ArchiveWriter:
         manifest = replace(manifest, status="running", ended=None,
                            format_version=schema.FORMAT_VERSION)
         write_json_atomic(run_dir / RUN_FILE, manifest.to_json())
-        return cls(run_dir, manifest, run.windows)
+        return cls(run_dir, manifest, run.windows, lock)
 
     def has(self, window_key: tuple[object, ...]) -> bool:
         """Whether a window with this key is already archived (so --resume can skip it)."""
@@ -192,10 +238,17 @@ class ArchiveWriter:
                 if clean != data:
                     write_bytes_atomic(path, clean)
 
+    @property
+    def windows(self) -> list[Window]:
+        """Every archived window, without histograms (enough to tell what failed)."""
+        return list(self._shapes)
+
     def finish(self, status: Status = "complete", ended: str | None = None) -> Run | None:
         """Close the run. A complete run gets every file's sha256 in run.json, then seal.json
         (run.json's sha256 beside the others) written last, and is validated once more. A run
-        that lacks windows it declares is left partial instead, and the error says so."""
+        that lacks windows it declares is left partial instead, and the error says so. The lock
+        is held until run.json says how the run ended (seals leave `.lock` out), then removed:
+        a finished run holds none."""
         self._results.close()
         self.redact_files()
         if status == "complete":
@@ -214,9 +267,11 @@ class ArchiveWriter:
                                 files=files, format_version=schema.FORMAT_VERSION)
         write_json_atomic(self.run_dir / RUN_FILE, self.manifest.to_json())
         if status != "complete":
+            self.lock.release()
             return None
         write_json_atomic(self.run_dir / SEAL_FILE, seal.contents(self.run_dir))
         _fsync_dir(self.run_dir)  # the seal's rename, too, survives a power cut
+        self.lock.release()
         return open_run(self.run_dir)
 
     def __enter__(self) -> ArchiveWriter:
@@ -228,6 +283,16 @@ class ArchiveWriter:
             return
         if exc_type is None:
             self.finish("complete")
-        else:
-            # Ctrl-C or an error: keep every finished window and leave the run resumable.
+            return
+        # Ctrl-C or an error: keep every finished window and leave the run resumable. When
+        # even that cannot be written (a full disk), the run stays `running` with a free lock
+        # naming its dead writer, which --resume takes over just as well.
+        try:
             self.finish("partial")
+        except OSError:
+            self.lock.release(remove=False)
+
+    def abandon(self) -> None:
+        """Stop writing without finishing (see __exit__): the run stays resumable."""
+        if not self._results.closed:
+            self.__exit__(KeyboardInterrupt, None, None)

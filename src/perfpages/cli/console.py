@@ -17,7 +17,16 @@ from rich.text import Text
 from perfpages.analysis import report, saturation
 from perfpages.analysis.cite import cite
 from perfpages.analysis.method import format_percent
-from perfpages.archive.reader import Run, find_runs, open_run, read_manifest, resolve, verify
+from perfpages.archive.reader import (
+    Run,
+    failure,
+    find_runs,
+    open_run,
+    read_manifest,
+    resolve,
+    status_text,
+    verify,
+)
 from perfpages.cli.names import whole_number
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
 
@@ -42,6 +51,10 @@ def run_suite(opts: Any, console: Console) -> int:
     console.print(f"{status}: {run_dir}", highlight=False, markup=False, emoji=False)
     console.print(f"report: invoke bench.report --run {run_dir.name} --results {run_dir.parent}",
                   highlight=False, markup=False, emoji=False)
+    if status == "failed":  # archived, but nothing to cite: the command fails
+        print(f"error: run {run_dir.name} failed: {failure(open_run(run_dir).windows)}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -63,7 +76,8 @@ def list_runs(results_dir: Path, console: Console) -> int:
                           _escape(str(exc)))
             bad += 1
             continue
-        rows.append([m.id, m.started[:10], m.suite, m.scope, m.status, ", ".join(m.labels)])
+        rows.append([m.id, m.started[:10], m.suite, m.scope, status_text(path, m),
+                     ", ".join(m.labels)])
         table.add_row(*[_escape(c) for c in rows[-1]])
     fit(table, columns, rows, {0, 5}, console)
     console.print(table)

@@ -70,7 +70,8 @@ def run(c: Context, suite: str | None = None, labels: str | None = None,
         results: str | None = None, suites: str | None = None,
         ref: list[str] | None = None, pin: list[str] | None = None) -> None:
     """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
-    from perfpages.run.runner import Options, parse_assignments
+    from perfpages.run.overrides import parse_assignments
+    from perfpages.run.runner import Options
 
     s = _settings(results, suites)
     refs, pins, rounds, seed = _guard(lambda: (

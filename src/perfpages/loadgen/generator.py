@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -182,7 +183,15 @@ def _expect(pipe: Any, what: str, timeout_s: float) -> Any:
 
 
 def _child_main(pipe: Any, load: Load, shard: int) -> None:
+    import ctypes
+    import sys
+
     from perfpages.loadgen import worker
+
+    if sys.platform.startswith("linux"):  # die with the harness, even when it is SIGKILLed
+        ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        if os.getppid() == 1:
+            return
 
     worker.main(pipe, load, shard)
 

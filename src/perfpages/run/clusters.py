@@ -9,13 +9,20 @@ run with the same pins and data set copies it instead of loading the data again
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import shutil
+import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from perfpages.errors import PerfpagesError
 from perfpages.run import pgbench
@@ -24,6 +31,86 @@ from perfpages.run.postgres import EmbeddedServer, ExternalServer, Server, cache
 from perfpages.run.suite import Suite
 
 FLOOR_DB = "perfpages_floor"
+OWNED = "owned"  # under the cache: one file per live run, listing the directories it made
+
+
+class Owned:
+    """The directories a run makes (clusters, subjects' working directories), listed in a file
+    under the cache that the run keeps flocked. A run killed without its teardown (SIGKILL)
+    leaves the file unlocked; the next run's `reap()` stops what still runs there and removes
+    the directories."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.fd: int | None = None
+        self.file: Path | None = None
+
+    def add(self, path: Path) -> None:
+        if self.fd is None:
+            folder = cache_dir() / OWNED
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=folder, prefix=f"{os.getpid()}-", suffix=".json")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.fd, self.file = fd, Path(name)
+        self.paths.append(str(path))
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, json.dumps(self.paths).encode(), 0)
+
+    def close(self) -> None:
+        """After the teardown removed everything: the record goes too."""
+        if self.fd is not None and self.file is not None:
+            self.file.unlink(missing_ok=True)
+            os.close(self.fd)
+        self.fd, self.file, self.paths = None, None, []
+
+
+def _end_processes_in(paths: list[str]) -> None:
+    """Processes started in these directories (a cluster's postgres -D DIR, a subject's cwd):
+    SIGQUIT (PostgreSQL's immediate shutdown), SIGKILL after 5 s."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        texts = [*(proc.info.get("cmdline") or []), proc.info.get("cwd") or ""]
+        if any(t == p or t.startswith(p + "/") for t in texts for p in paths):
+            found.append(proc)
+    for proc in found:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(signal.SIGQUIT)
+    _, alive = psutil.wait_procs(found, timeout=5)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5)
+
+
+def reap() -> list[str]:
+    """Stop and remove what runs that died without a teardown left behind; returns the
+    directories removed. A record still locked belongs to a live run and is left alone."""
+    folder = cache_dir() / OWNED
+    removed: list[str] = []
+    for record in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            fd = os.open(record, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            try:
+                paths = [str(p) for p in json.loads(os.read(fd, 1 << 20) or b"[]")]
+            except ValueError:
+                paths = []
+            if not paths and time.time() - os.fstat(fd).st_mtime < 60:
+                continue  # a run between making its record and writing it
+            _end_processes_in(paths)
+            for path in paths:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+            record.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+    return removed
 
 
 @dataclass
@@ -48,6 +135,7 @@ class Clusters:
         self.servers: dict[Path, Server] = {}
         self.prepared: set[Path] = set()
         self.setup = Setup()
+        self.owned = Owned()
 
     def server_for(self, b: Build) -> Server:
         key = b.pg_bin
@@ -55,7 +143,9 @@ class Clusters:
             if self.dsn:
                 self.servers[key] = ExternalServer(self.dsn, b.pg_bin)
             else:
-                self.servers[key] = EmbeddedServer(b.pg_bin)
+                server = EmbeddedServer(b.pg_bin)
+                server.on_data = self.owned.add
+                self.servers[key] = server
         server = self.servers[key]
         for other_key, other in self.servers.items():  # one server at a time: no contention
             if other_key != key:
@@ -138,3 +228,4 @@ class Clusters:
     def destroy(self) -> None:
         for srv in self.servers.values():
             srv.destroy()
+        self.owned.close()

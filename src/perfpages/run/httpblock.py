@@ -61,6 +61,7 @@ class HttpBlocks:
     def workdir(self) -> Path:
         if self._workdir is None:  # made on first use: a run without HTTP blocks leaves none
             self._workdir = Path(tempfile.mkdtemp(prefix="perfpages-http-"))
+            self.session.clusters.owned.add(self._workdir)  # reaped if the run is killed
         return self._workdir
 
     def close(self) -> None:

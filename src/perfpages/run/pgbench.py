@@ -24,6 +24,7 @@ from perfpages.archive.histogram import Latency
 from perfpages.archive.window import Window
 from perfpages.errors import PerfpagesError
 from perfpages.run.postgres import Target
+from perfpages.run.service import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,8 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
         started = time.monotonic()
         # Own session: a Ctrl-C reaches the harness, which then ends pgbench itself.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=full_env, start_new_session=True, cwd=tmp)
+                                env=full_env, start_new_session=True, cwd=tmp,
+                                preexec_fn=die_with_parent())
         try:
             out, err = proc.communicate(timeout=seconds + 120)
         except BaseException:
@@ -200,7 +202,8 @@ def run_init(bin_dir: Path, target: Target, dbname: str, scale: int = 1) -> str:
     """`pgbench -i` (the floor's tables); returns the error's last line, or ''."""
     done = subprocess.run([str(bin_dir / "pgbench"), "-i", "-q", "-s", str(scale),
                            *target.args(), dbname], capture_output=True, text=True,
-                          env={**os.environ, **target.env()}, start_new_session=True)
+                          env={**os.environ, **target.env()}, start_new_session=True,
+                          preexec_fn=die_with_parent())
     if done.returncode == 0:
         return ""
     lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]

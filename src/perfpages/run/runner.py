@@ -3,12 +3,14 @@
 Every round runs every label, in an order that rotates (or is shuffled with the recorded seed).
 Each label's turn starts with a warm-up window (archived as `warmup`, never analysed), then one
 window per client count. A floor (pgbench select-only, one client, straight to PostgreSQL) runs
-before and after each block. A failed window is archived as failed. Ctrl-C leaves a `partial`
-run that `--resume` completes; servers are stopped whatever happens.
+before and after each block. A failed window is archived as failed; a cell none of whose
+windows succeeded makes the run `failed`. Ctrl-C leaves a `partial` run that `--resume`
+completes; servers are stopped whatever happens, and a second Ctrl-C waits for the teardown.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 import re
@@ -30,20 +32,21 @@ from rich.progress import (
 )
 
 from perfpages.archive.manifest import Block, Manifest, Method
-from perfpages.archive.reader import read_manifest, resolve
+from perfpages.archive.reader import failure, read_manifest, resolve
 from perfpages.archive.secrets import Redactor, masked_env, secret_names
 from perfpages.archive.window import Window
-from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
+from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.run import collect, machine, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step
-from perfpages.run.builds import REQUIREMENT, Build
+from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
-from perfpages.run.clusters import Clusters
+from perfpages.run.clusters import Clusters, reap
 from perfpages.run.httpblock import HttpBlocks
+from perfpages.run.overrides import override
 from perfpages.run.postgres import Server, redact
 from perfpages.run.sqlblock import PgbenchBlocks
-from perfpages.run.suite import BlockSpec, HttpBlockSpec, LabelSpec, Suite, load
+from perfpages.run.suite import BlockSpec, HttpBlockSpec, Suite, load
 
 
 @dataclass
@@ -64,78 +67,9 @@ class Options:
     pins: dict[str, str] = field(default_factory=dict)  # label -> its new pin (--pin)
 
 
-BAD_REF = re.compile(r"[\s:~^?*\[\\]")
-
-
-def parse_assignments(values: list[str], flag: str) -> dict[str, str]:
-    """`LABEL=VALUE` flags, repeated, as a dict (a malformed or repeated one: one line)."""
-    out: dict[str, str] = {}
-    for text in values:
-        label, sep, value = text.partition("=")
-        label, value = label.strip(), value.strip()
-        if not sep or not label or not value:
-            raise PerfpagesError(f"{text!r} is not LABEL=VALUE", key=flag,
-                                 fix=f"write {flag} LABEL={'REF' if flag == '--ref' else 'SPEC'}")
-        if label in out:
-            raise PerfpagesError(f"label {label!r} is given twice", key=flag,
-                                 fix=f"give one {flag} per label")
-        out[label] = value
-    return out
-
-
-def _pin_fields(label: str, spec: str) -> dict[str, str]:
-    """A `--pin` value as LabelSpec fields: `name==version`, or `git+REPO@REF` as pip writes it
-    (with an optional `#subdirectory=DIR`)."""
-    fix = "write --pin LABEL=name==version or --pin LABEL=git+REPO@REF"
-    if not spec.startswith("git+"):
-        if not REQUIREMENT.match(spec):
-            raise PerfpagesError(f"{label}={spec!r} is neither an exact package pin nor a git "
-                                 "pin", key="--pin", fix=fix)
-        return {"package": spec, "git": "", "ref": "HEAD", "subdirectory": ""}
-    body, _, fragment = spec.removeprefix("git+").partition("#")
-    # The ref follows the last '@' after the host (a URL's user@ comes before it).
-    path = max(body.find("/", body.index("://") + 3), 0) if "://" in body else 0
-    repo, _, ref = body.rpartition("@") if "@" in body[path:] else ("", "", "")
-    sub = fragment.removeprefix("subdirectory=") if fragment.startswith("subdirectory=") else ""
-    # A git ref holds no ':', space or '~^?*[\\' and never starts with '-'.
-    if not (repo and ref) or BAD_REF.search(ref) or ref.startswith("-") or (fragment and not sub):
-        raise PerfpagesError(f"{label}={spec!r} is not git+REPO@REF[#subdirectory=DIR]",
-                             key="--pin", fix=fix)
-    return {"package": "", "git": repo, "ref": ref, "subdirectory": sub}
-
-
-def override(suite: Suite, refs: dict[str, str], pins: dict[str, str]) -> Suite:
-    """The suite with `--pin` and `--ref` applied to its (selected) labels."""
-    known = [x.name for x in suite.labels]
-    for flag, given in (("--pin", pins), ("--ref", refs)):
-        for name in given:
-            if name not in known:
-                raise PerfpagesError(f"this run has no label {name!r}", key=flag,
-                                     fix=f"choose among: {', '.join(known)}")
-    labels: list[LabelSpec] = []
-    for spec in suite.labels:
-        if spec.name in pins and spec.name in refs:
-            raise PerfpagesError(f"label {spec.name!r} is given both --pin and --ref",
-                                 key="--ref", fix="put the ref in the pin: git+REPO@REF")
-        if spec.name in pins:
-            spec = replace(spec, **_pin_fields(spec.name, pins[spec.name]))
-        elif spec.name in refs:
-            if not spec.git:
-                raise PerfpagesError(f"label {spec.name!r} is not pinned to a git repository",
-                                     key="--ref", fix=f"replace its pin instead: --pin "
-                                                      f"{spec.name}=git+REPO@REF")
-            if refs[spec.name].startswith("-"):
-                raise PerfpagesError(f"{refs[spec.name]!r} is not a ref", key="--ref",
-                                     fix="name a branch, tag or commit")
-            spec = replace(spec, ref=refs[spec.name])
-        labels.append(spec)
-    return replace(suite, labels=tuple(labels))
-
-
 def _interrupted(run_id: str, suite: str) -> Interrupted:
-    return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run",
-                          fix=f"complete it with `invoke bench.run --suite {suite} "
-                              f"--resume {run_id}`")
+    return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run", fix=f"complete "
+                       f"it with `invoke bench.run --suite {suite} --resume {run_id}`")
 
 
 @contextmanager
@@ -154,6 +88,24 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _deferred_signals() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM wait (noted, not raised) while a run is finished or torn down: a
+    second Ctrl-C must not leave a server or a cluster directory behind."""
+    caught: list[int] = []
+    try:
+        previous = {s: signal.signal(s, lambda n, _: caught.append(n))
+                    for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class Runner:
     def __init__(self, opts: Options, console: Console) -> None:
         self.opts = opts
@@ -162,6 +114,8 @@ class Runner:
         self.session = Session(self.clusters, opts.on_window)
         self.resumed = Path()
         self.redactor = Redactor()
+        self.lock: RunLock | None = None  # a resumed run's, taken before anything starts
+        self.writer: ArchiveWriter | None = None
         # One driver per kind of block: the runner only orders turns and runs the floors.
         self.drivers: dict[type, BlockDriver] = {BlockSpec: PgbenchBlocks(self.session),
                                                  HttpBlockSpec: HttpBlocks(self.session)}
@@ -179,14 +133,15 @@ class Runner:
         if o.resume:
             run_dir = resolve(o.results, o.resume)
             manifest = read_manifest(run_dir)
-            if manifest.status == "complete":
-                raise PerfpagesError(f"run {manifest.id} is already complete", key="--resume",
-                                     fix="start a new run instead")
+            if manifest.status in ("complete", "failed"):
+                raise PerfpagesError(f"run {manifest.id} is already {manifest.status}",
+                                     key="--resume", fix="start a new run instead")
             if o.suite and o.suite != manifest.suite:
                 raise PerfpagesError(f"run {manifest.id} is of suite {manifest.suite!r}",
                                      key="--suite", fix=f"use --suite {manifest.suite}")
             suite = load(manifest.suite, o.benchmarks, manifest.scope == "quick")
             suite = suite.select(list(manifest.labels), list(manifest.blocks))
+            self.lock = RunLock(run_dir)  # refuses a live writer; takes over a dead one's run
             self.resumed = run_dir
             return suite, manifest
         if not o.suite:
@@ -203,37 +158,74 @@ class Runner:
             raise PerfpagesError(f"labels with pg_settings need the embedded server: "
                                  f"{', '.join(tuned)}", key="--dsn",
                                  fix="drop --dsn, or choose other labels with --labels")
-        run_id = recorded.id if recorded else "?"
         self.redactor = Redactor.for_run(o.dsn, extra=[
             v for x in suite.labels for k, v in x.env.items() if k in secret_names(x.env)])
+        reap()  # what runs killed without a teardown left: their servers and directories
+        interrupted = False
         with _sigterm_as_interrupt():
             try:
-                builds = self.builds(suite, recorded)
-                server = self.clusters.start(suite, builds[suite.labels[0].name])
-                if recorded:
-                    writer = ArchiveWriter.resume(self.resumed)
-                    name = "setup-resume.json"
-                else:
-                    writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
-                    name = "setup.json"
-                run_id = writer.manifest.id
-                writer.redactor = self.redactor
-                with writer:
-                    writer.write_file(f"diagnostics/{name}",
-                                      json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
-                    self.execute(suite, builds, writer)
-                    for name, log in self.clusters.logs().items():
-                        writer.write_file(f"diagnostics/postgresql-{name}.log", log)
-                return writer.run_dir
+                self.archive(suite, recorded)
             except KeyboardInterrupt:
-                if run_id == "?":
-                    raise Interrupted("interrupted before the run was archived",
-                                         key="bench.run", fix="start it again") from None
-                raise _interrupted(run_id, suite.name) from None
+                interrupted = True
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                raise self._no_space(suite.name) from None
             finally:
-                self.clusters.destroy()
-                for driver in self.drivers.values():
-                    driver.close()
+                interrupted = self.teardown() or interrupted
+        writer = self.writer
+        if writer is None:
+            raise Interrupted("interrupted before the run was archived", key="bench.run",
+                              fix="start it again")
+        # A signal after the run was finished (or during the teardown) changes nothing in it.
+        if interrupted and read_manifest(writer.run_dir).status not in ("complete", "failed"):
+            raise _interrupted(writer.manifest.id, suite.name)
+        return writer.run_dir
+
+    def archive(self, suite: Suite, recorded: Manifest | None) -> None:
+        o = self.opts
+        builds = self.builds(suite, recorded)
+        server = self.clusters.start(suite, builds[suite.labels[0].name])
+        if recorded:
+            writer, self.lock = ArchiveWriter.resume(self.resumed, self.lock), None
+        else:
+            writer = ArchiveWriter.create(o.results, self.manifest(suite, server, builds))
+        writer.redactor = self.redactor
+        self.writer, name = writer, "setup-resume.json" if recorded else "setup.json"
+        try:
+            writer.write_file(f"diagnostics/{name}",
+                              json.dumps(self.clusters.setup.to_json(), indent=2) + "\n")
+            self.execute(suite, builds, writer)
+            for name, log in self.clusters.logs().items():
+                writer.write_file(f"diagnostics/postgresql-{name}.log", log)
+        except BaseException:
+            with _deferred_signals():
+                writer.abandon()  # partial, resumable
+            raise
+        with _deferred_signals():
+            try:
+                writer.finish("failed" if failure(writer.windows) else "complete")
+            except BaseException:
+                writer.lock.release(remove=False)  # e.g. a full disk: a dead writer's run
+                raise
+
+    def teardown(self) -> bool:
+        """Stop and remove everything the run started; True when a signal came meanwhile."""
+        with _deferred_signals() as caught:
+            for driver in self.drivers.values():
+                driver.close()
+            self.clusters.destroy()
+            if self.lock is not None:  # a resume that failed before its writer took the lock
+                self.lock.release(remove=False)
+        return bool(caught)
+
+    def _no_space(self, suite: str) -> PerfpagesError:
+        w = self.writer
+        return PerfpagesError("no space left on the device" + (
+            f" while writing run {w.manifest.id}" if w else "; nothing was archived"),
+            key="bench.run", fix="free some space, then " + (
+                f"complete it with `invoke bench.run --suite {suite} --resume {w.manifest.id}`"
+                if w else "start it again"))
 
     def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, Build]:
         """Every label's build, resolved before anything is archived (errors: one line)."""
@@ -298,8 +290,9 @@ class Runner:
             driver = self.driver(b)
             rounds, names = driver.scope(b, method, labels)
             total += 2 * suite.floor_s + rounds * len(names) * driver.turn_seconds(b, method)
-        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(),
+                   TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                   TimeRemainingColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
             task = progress.add_task(writer.manifest.id, total=total)
 

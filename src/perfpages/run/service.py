@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from perfpages.errors import PerfpagesError
+
+_PR_SET_PDEATHSIG = 1
+# Loaded in the parent: a child between fork and exec should not have to open libraries.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
+    """A Popen preexec_fn: the child gets `sig` when the harness dies, even by SIGKILL (Linux's
+    parent-death signal; it runs after Popen's user switch, which would clear it). Processes in
+    their own session never see the terminal's Ctrl-C, so nothing else would end them."""
+    if _LIBC is None:
+        return None
+    parent = os.getpid()
+    libc = _LIBC
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the harness died before the signal was armed
+            os.kill(os.getpid(), sig)
+
+    return preexec
 
 
 class ServiceError(PerfpagesError):
@@ -72,7 +96,7 @@ class Service:
                 self.process = subprocess.Popen(
                     argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     env={**os.environ, **self.spec.env}, start_new_session=True,
-                    cwd=self.spec.cwd)
+                    cwd=self.spec.cwd, preexec_fn=die_with_parent(signal.SIGTERM))
             except OSError as exc:
                 raise ServiceError(f"cannot start {self.spec.name}: {exc.strerror}",
                                    where=argv[0], fix="check the build's installation") from None

@@ -42,15 +42,36 @@ class Found:
         return ", ".join(p for p in parts if p)
 
 
+class Aliases(dict[str, str]):
+    """`runs:` by alias, with the aliases whose run may be `failed` (`allow_failed:`)."""
+
+    allow_failed: frozenset[str] = frozenset()
+
+
 def parse_front_matter(meta: Mapping[str, Any], where: str) -> dict[str, str]:
-    """`runs:` as {alias: id} or [id, …] (the id is then its own alias); {} when absent."""
+    """`runs:` as {alias: id} or [id, …] (the id is then its own alias); {} when absent.
+    `allow_failed: [alias, …]` opts those runs in when they ended `failed`."""
     raw = meta.get("runs")
     if raw is None:
         return {}
+    allowed = meta.get("allow_failed") or []
+    if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
+        raise PerfpagesError("allow_failed must list run aliases", where=where,
+                             key="allow_failed", fix="write it as `allow_failed: [old]`")
     if isinstance(raw, list) and all(isinstance(r, str) for r in raw):
-        return {r: r for r in raw}
-    if isinstance(raw, dict) and all(isinstance(k, str) for k in raw):
-        return {k: str(v) for k, v in raw.items()}
+        out = Aliases({r: r for r in raw})
+    elif isinstance(raw, dict) and all(isinstance(k, str) for k in raw):
+        out = Aliases({k: str(v) for k, v in raw.items()})
+    else:
+        out = None
+    if out is not None:
+        unknown = [a for a in allowed if a not in out]
+        if unknown:
+            raise PerfpagesError(f"allow_failed names no pinned run: {', '.join(unknown)}",
+                                 where=where, key="allow_failed",
+                                 fix=f"use aliases of runs: {', '.join(out)}")
+        out.allow_failed = frozenset(allowed)
+        return out
     raise PerfpagesError("runs must map aliases to run ids", where=where, key="runs",
                          fix="write it as `runs: {new: 2026-11-01-suite}` or a list of ids")
 
@@ -82,7 +103,9 @@ class Pins:
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,
              lines: Mapping[str, int]) -> Pins:
-        return cls({alias: store.pin(run_id, where=where, line=lines.get(alias), alias=alias)
+        allowed = getattr(aliases, "allow_failed", frozenset())
+        return cls({alias: store.pin(run_id, where=where, line=lines.get(alias), alias=alias,
+                                     allow_failed=alias in allowed)
                     for alias, run_id in aliases.items()})
 
     def aliases(self, run: str | Iterable[str] | None) -> list[str]:

@@ -142,8 +142,10 @@ class RunStore:
         self._loaded[run_id] = (stamp, loaded)
         return loaded
 
-    def pin(self, run_id: str, *, where: str, line: int | None, alias: str) -> Loaded:
-        """A complete, intact run for a page; any other state is one error naming the page."""
+    def pin(self, run_id: str, *, where: str, line: int | None, alias: str,
+            allow_failed: bool = False) -> Loaded:
+        """A complete, intact run for a page (or a failed one the page opts in to with
+        `allow_failed`); any other state is one error naming the page."""
         key = f"runs.{alias}"
         if not isinstance(run_id, str) or not run_id or "/" in run_id or run_id.startswith("."):
             raise PerfpagesError(f"run id {run_id!r} is not a run directory name", where=where,
@@ -155,11 +157,14 @@ class RunStore:
                 fix="list the archived runs with `invoke bench.list` and pin one of them")
         try:
             status = read_manifest(self.results_dir / run_id).status
-            if status == "complete":
+            if status == "complete" or (status == "failed" and allow_failed):
                 return self.get(run_id)
         except ArchiveError as exc:
             raise PerfpagesError(f"run {run_id!r} is corrupt ({exc})", where=where, line=line,
                                  key=key, fix="restore it from git, or pin another run") from None
+        if status == "failed":
+            raise PerfpagesError(f"run {run_id!r} failed", where=where, line=line, key=key,
+                                 fix=f"pin another run, or opt in with `allow_failed: [{alias}]`")
         raise PerfpagesError(
             f"run {run_id!r} is {status}, not complete", where=where, line=line, key=key,
             fix="a page may pin only complete runs: finish it with "
