@@ -4,7 +4,9 @@ a git pin is shown."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,39 @@ def test_a_pin_url_in_the_command_line_is_archived_without_its_token() -> None:
     assert redact_command(command) == (
         "perfpages bench.run --pin b=git+https://example.org/o/r.git@v1 "
         "--pin=c=git+https://example.org/o/r.git@v2 --dsn postgresql://bob@h/db")
+
+
+RESOLVE = """
+import json, sys
+from perfpages.run.builds import resolve
+from perfpages.run.suite import LabelSpec
+sys.stdin.read()  # both processes wait here: the test starts them at the same moment
+b = resolve(LabelSpec("x", git=sys.argv[1], ref="main"))
+print(json.dumps({"cached": b.cached, "venv": str(b.venv), "commit": b.label.pin.commit}))
+"""
+
+
+@pytest.mark.network
+def test_two_runs_resolving_the_same_pin_at_once_build_it_once(tmp_path: Path) -> None:
+    """The second waits on the build lock, then reuses the first's venv (without the lock both
+    build into the same directory, each removing the other's half-made venv)."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    [commit] = package_repo(path, ("5.0",))  # a commit no venv in the cache was built from
+    wait, go = os.pipe()  # both read one pipe: closing its other end starts them together
+    procs = [subprocess.Popen([sys.executable, "-c", RESOLVE, str(path)], stdin=wait,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    os.close(wait)
+    os.close(go)
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["cached"] for r in results) == [False, True]  # one build, one reuse
+    assert {r["venv"] for r in results} == {results[0]["venv"]}
+    assert {r["commit"] for r in results} == {commit}
+    python = Path(results[0]["venv"]) / "bin" / "python"
+    assert subprocess.run([str(python), "-c", "import tinypkg; print(tinypkg.VERSION)"],
+                          check=True, capture_output=True, text=True).stdout.strip() == "5.0"
