@@ -67,6 +67,7 @@ def installed_version(b: build.Build) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.network
 def test_git_pin_resolves_to_the_commit_and_installs_it(repo: tuple[Path, list[str]]) -> None:
     path, (first, second) = repo
     head = build.resolve(LabelSpec("new", git=str(path), ref="main"))
@@ -81,6 +82,7 @@ def test_git_pin_resolves_to_the_commit_and_installs_it(repo: tuple[Path, list[s
     assert again.cached and again.venv == head.venv and not head.cached
 
 
+@pytest.mark.network
 def test_recorded_commit_wins_over_a_moved_ref(repo: tuple[Path, list[str]]) -> None:
     path, (first, _) = repo
     recorded = build.resolve(LabelSpec("x", git=str(path), ref=first)).label.pin
@@ -95,6 +97,7 @@ def test_unknown_ref_is_one_line(repo: tuple[Path, list[str]]) -> None:
     assert "\n" not in text and "labels.x.ref" in text and "no-such-branch" in text
 
 
+@pytest.mark.network
 def test_version_that_does_not_exist_is_one_line() -> None:
     with pytest.raises(PerfpagesError) as err:
         build.resolve(LabelSpec("old", package="six==0.0.999"))
@@ -108,6 +111,7 @@ def test_a_pin_must_be_exact(requirement: str) -> None:
         build.resolve(LabelSpec("x", package=requirement))
 
 
+@pytest.mark.network
 def test_a_git_pin_is_shown_by_its_name_with_its_sha_once(repo: tuple[Path, list[str]]) -> None:
     path, (first, second) = repo
     by_sha = build.resolve(LabelSpec("old", git=str(path), ref=first)).label.pin
@@ -118,6 +122,7 @@ def test_a_git_pin_is_shown_by_its_name_with_its_sha_once(repo: tuple[Path, list
     assert str(path.parent) not in by_sha.describe() + by_branch.describe()
 
 
+@pytest.mark.network
 def test_a_local_checkout_is_shown_by_its_origin_url(repo: tuple[Path, list[str]],
                                                      tmp_path: Path) -> None:
     path, (first, _) = repo
@@ -130,6 +135,7 @@ def test_a_local_checkout_is_shown_by_its_origin_url(repo: tuple[Path, list[str]
     assert "s3cret" not in json.dumps(pin.to_json())
 
 
+@pytest.mark.network
 def test_a_ref_the_mirror_does_not_follow_is_fetched(repo: tuple[Path, list[str]]) -> None:
     """A pull request's head (refs/pull/N/head, or a detached CI checkout) is on no branch."""
     path, (_, second) = repo

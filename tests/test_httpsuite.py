@@ -20,6 +20,7 @@ from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
+pytestmark = pytest.mark.postgres  # every run here has PostgreSQL floors
 
 Leftovers = Callable[[], list[int]]  # the `leftovers` fixture: this session's servers only
 
@@ -126,6 +127,7 @@ def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path, lef
     assert subjects(session_tmp) == [] and leftovers() == []
 
 
+@pytest.mark.network
 def test_queryapigate_smoke(tmp_path: Path) -> None:
     """The real suite on the real 0.43.0 release from PyPI: one round of one block, tiny windows."""
     run_dir = run(Options(suite="queryapigate", benchmarks=BENCHMARKS, results=tmp_path,

@@ -40,6 +40,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        command="invoke bench.run --suite tiny"), quiet())
 
 
+@pytest.mark.postgres
 def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
     r = open_run(tiny_run)  # validated against the schema and its checksums
     m = r.manifest
@@ -57,6 +58,7 @@ def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
     assert all(w.metrics["tps"] and w.metrics["tps"] > 0 for w in r.windows)
 
 
+@pytest.mark.postgres
 def test_diagnostics_are_archived_and_reported(tiny_run: Path) -> None:
     summary = json.loads((tiny_run / "diagnostics/lookup/b/summary.json").read_text())
     top = summary["statements"]["by_total_time"][0]
@@ -71,10 +73,12 @@ def test_diagnostics_are_archived_and_reported(tiny_run: Path) -> None:
     assert data["drift"] and data["drift"][0]["block"] == "lookup"
 
 
+@pytest.mark.postgres
 def test_nothing_left_running(tiny_run: Path, leftovers: Leftovers) -> None:
     assert leftovers() == []
 
 
+@pytest.mark.postgres
 def test_servers_of_another_session_are_not_ours(session_tmp: Path, leftovers: Leftovers,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A replay beside the tests (its own temporary root) is never taken for a leftover."""
@@ -97,6 +101,7 @@ def test_servers_of_another_session_are_not_ours(session_tmp: Path, leftovers: L
     assert leftover_servers(other) == []
 
 
+@pytest.mark.postgres
 def test_interrupted_run_is_partial_then_resumed(tmp_path: Path,
                                                  leftovers: Leftovers) -> None:
     seen: list[Window] = []
@@ -144,6 +149,7 @@ def suite(quick):
 '''
 
 
+@pytest.mark.postgres
 def test_failure_leaves_no_process_and_no_archive(tmp_path: Path, leftovers: Leftovers,
                                                   session_tmp: Path) -> None:
     bench = tmp_path / "benchmarks"
@@ -183,6 +189,7 @@ def test_user_errors_are_one_line(tmp_path: Path, args: list[str], needle: str,
     assert leftovers() == []
 
 
+@pytest.mark.postgres
 def test_ctrl_c_from_the_terminal(tmp_path: Path, leftovers: Leftovers) -> None:
     """A real SIGINT to the invoke process: a partial run, no server left; --resume completes."""
     proc = subprocess.Popen([sys.executable, "-m", "invoke", "-r", str(ROOT), "bench.run",
@@ -232,6 +239,7 @@ def failing_suite(tmp_path: Path, pin: str = "") -> Path:
     return bench
 
 
+@pytest.mark.postgres
 def test_a_failed_window_is_archived_not_dropped(tmp_path: Path,
                                                  leftovers: Leftovers) -> None:
     bench = failing_suite(tmp_path)
@@ -246,6 +254,7 @@ def test_a_failed_window_is_archived_not_dropped(tmp_path: Path,
     assert leftovers() == []
 
 
+@pytest.mark.network
 def test_a_version_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     bench = failing_suite(tmp_path, pin=', package="six==0.0.999"')
     with pytest.raises(PerfpagesError) as err:
@@ -254,6 +263,7 @@ def test_a_version_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.postgres
 def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  leftovers: Leftovers) -> None:
@@ -270,6 +280,7 @@ def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
     assert leftovers() == []
 
 
+@pytest.mark.postgres
 def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path,
                                                             leftovers: Leftovers) -> None:
     from perfpages.run.postgres import EmbeddedServer, embedded_binaries
@@ -360,6 +371,8 @@ def test_malformed_assignments_are_one_line(values: list[str]) -> None:
     assert str(err.value).startswith("--ref: ") and "\n" not in str(err.value)
 
 
+@pytest.mark.postgres
+@pytest.mark.network
 def test_pins_replace_the_labels_builds(tmp_path: Path, package: tuple[Path, list[str]],
                                         leftovers: Leftovers) -> None:
     repo, (first, second) = package
@@ -392,6 +405,8 @@ def suite(quick):
 '''
 
 
+@pytest.mark.postgres
+@pytest.mark.network
 def test_ref_through_the_command_line(tmp_path: Path, package: tuple[Path, list[str]],
                                       leftovers: Leftovers) -> None:
     """A suite repository of its own (not perfpages'), a git-pinned label moved to another
