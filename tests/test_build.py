@@ -4,7 +4,9 @@ a git pin is shown."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,7 @@ def installed_version(b: build.Build) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.network
 def test_git_pin_resolves_to_the_commit_and_installs_it(repo: tuple[Path, list[str]]) -> None:
     path, (first, second) = repo
     head = build.resolve(LabelSpec("new", git=str(path), ref="main"))
@@ -79,6 +82,7 @@ def test_git_pin_resolves_to_the_commit_and_installs_it(repo: tuple[Path, list[s
     assert again.cached and again.venv == head.venv and not head.cached
 
 
+@pytest.mark.network
 def test_recorded_commit_wins_over_a_moved_ref(repo: tuple[Path, list[str]]) -> None:
     path, (first, _) = repo
     recorded = build.resolve(LabelSpec("x", git=str(path), ref=first)).label.pin
@@ -93,6 +97,7 @@ def test_unknown_ref_is_one_line(repo: tuple[Path, list[str]]) -> None:
     assert "\n" not in text and "labels.x.ref" in text and "no-such-branch" in text
 
 
+@pytest.mark.network
 def test_version_that_does_not_exist_is_one_line() -> None:
     with pytest.raises(PerfpagesError) as err:
         build.resolve(LabelSpec("old", package="six==0.0.999"))
@@ -106,6 +111,7 @@ def test_a_pin_must_be_exact(requirement: str) -> None:
         build.resolve(LabelSpec("x", package=requirement))
 
 
+@pytest.mark.network
 def test_a_git_pin_is_shown_by_its_name_with_its_sha_once(repo: tuple[Path, list[str]]) -> None:
     path, (first, second) = repo
     by_sha = build.resolve(LabelSpec("old", git=str(path), ref=first)).label.pin
@@ -116,6 +122,7 @@ def test_a_git_pin_is_shown_by_its_name_with_its_sha_once(repo: tuple[Path, list
     assert str(path.parent) not in by_sha.describe() + by_branch.describe()
 
 
+@pytest.mark.network
 def test_a_local_checkout_is_shown_by_its_origin_url(repo: tuple[Path, list[str]],
                                                      tmp_path: Path) -> None:
     path, (first, _) = repo
@@ -128,6 +135,7 @@ def test_a_local_checkout_is_shown_by_its_origin_url(repo: tuple[Path, list[str]
     assert "s3cret" not in json.dumps(pin.to_json())
 
 
+@pytest.mark.network
 def test_a_ref_the_mirror_does_not_follow_is_fetched(repo: tuple[Path, list[str]]) -> None:
     """A pull request's head (refs/pull/N/head, or a detached CI checkout) is on no branch."""
     path, (_, second) = repo
@@ -168,3 +176,39 @@ def test_a_pin_url_in_the_command_line_is_archived_without_its_token() -> None:
     assert redact_command(command) == (
         "perfpages bench.run --pin b=git+https://example.org/o/r.git@v1 "
         "--pin=c=git+https://example.org/o/r.git@v2 --dsn postgresql://bob@h/db")
+
+
+RESOLVE = """
+import json, sys
+from perfpages.run.builds import resolve
+from perfpages.run.suite import LabelSpec
+sys.stdin.read()  # both processes wait here: the test starts them at the same moment
+b = resolve(LabelSpec("x", git=sys.argv[1], ref="main"))
+print(json.dumps({"cached": b.cached, "venv": str(b.venv), "commit": b.label.pin.commit}))
+"""
+
+
+@pytest.mark.network
+def test_two_runs_resolving_the_same_pin_at_once_build_it_once(tmp_path: Path) -> None:
+    """The second waits on the build lock, then reuses the first's venv (without the lock both
+    build into the same directory, each removing the other's half-made venv)."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    [commit] = package_repo(path, ("5.0",))  # a commit no venv in the cache was built from
+    wait, go = os.pipe()  # both read one pipe: closing its other end starts them together
+    procs = [subprocess.Popen([sys.executable, "-c", RESOLVE, str(path)], stdin=wait,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    os.close(wait)
+    os.close(go)
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["cached"] for r in results) == [False, True]  # one build, one reuse
+    assert {r["venv"] for r in results} == {results[0]["venv"]}
+    assert {r["commit"] for r in results} == {commit}
+    python = Path(results[0]["venv"]) / "bin" / "python"
+    assert subprocess.run([str(python), "-c", "import tinypkg; print(tinypkg.VERSION)"],
+                          check=True, capture_output=True, text=True).stdout.strip() == "5.0"

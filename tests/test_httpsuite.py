@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -13,18 +15,25 @@ import pytest
 
 from perfpages.analysis import report
 from perfpages.archive.reader import FLOOR_LABEL, open_run, verify
-from perfpages.run.postgres import leftover_servers
 from perfpages.run.runner import Options, run
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
+pytestmark = pytest.mark.postgres  # every run here has PostgreSQL floors
+
+Leftovers = Callable[[], list[int]]  # the `leftovers` fixture: this session's servers only
 
 
-
-def subjects() -> list[int]:
-    return [p.pid for p in psutil.process_iter(["cmdline"])
-            if any("tinyhttp/server.py" in part for part in (p.info["cmdline"] or []))]
+def subjects(session_tmp: Path) -> list[int]:
+    """Tiny HTTP subjects this session started (they inherit its TMPDIR; others' do not)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if any("tinyhttp/server.py" in part for part in (p.info["cmdline"] or [])):
+            with contextlib.suppress(psutil.Error):
+                if p.environ().get("TMPDIR") == str(session_tmp):
+                    found.append(p.pid)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +95,8 @@ def test_cold_path_keeps_every_request(http_run: Path) -> None:
     assert cold["requests"] == window.requests
 
 
-def test_floors_flamegraph_logs_and_nothing_left(http_run: Path) -> None:
+def test_floors_flamegraph_logs_and_nothing_left(http_run: Path, leftovers: Leftovers,
+                                                 session_tmp: Path) -> None:
     r = open_run(http_run)
     health = [w for w in r.floors if w.params.get("floor") == "health"]
     assert len(health) == 2 * 4 and all(w.label == FLOOR_LABEL and w.requests for w in health)
@@ -97,10 +107,11 @@ def test_floors_flamegraph_logs_and_nothing_left(http_run: Path) -> None:
     assert shares["shares_pct"]["Work"] > 0
     assert (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text().startswith("<svg")
     assert (http_run / "diagnostics/calls/fast/server.log").read_text().count("listening") == 2
-    assert subjects() == [] and leftover_servers() == []
+    assert subjects(session_tmp) == [] and leftovers() == []
 
 
-def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path) -> None:
+def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path, leftovers: Leftovers,
+                                                             session_tmp: Path) -> None:
     bench = tmp_path / "bench"
     shutil.copytree(BENCHMARKS / "tinyhttp", bench / "tinyhttp")
     source = (BENCHMARKS / "tinyhttp.py").read_text()
@@ -113,9 +124,10 @@ def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path) -> 
     assert failed and all(w.status == "failed" for w in failed)
     assert all("exited with status 3 before it was healthy" in (w.error or "") for w in failed)
     assert all(w.status == "ok" for w in r.measured if w.label == "fast")
-    assert subjects() == [] and leftover_servers() == []
+    assert subjects(session_tmp) == [] and leftovers() == []
 
 
+@pytest.mark.network
 def test_queryapigate_smoke(tmp_path: Path) -> None:
     """The real suite on the real 0.43.0 release from PyPI: one round of one block, tiny windows."""
     run_dir = run(Options(suite="queryapigate", benchmarks=BENCHMARKS, results=tmp_path,

@@ -7,7 +7,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,17 +20,18 @@ from perfpages.archive.window import Window
 from perfpages.errors import PerfpagesError
 from perfpages.run import suite as suite_module
 from perfpages.run.overrides import parse_assignments
-from perfpages.run.postgres import free_port, leftover_servers
+from perfpages.run.postgres import free_port
 from perfpages.run.runner import Options, run
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
 
+Leftovers = Callable[[], list[int]]  # the `leftovers` fixture: this session's servers only
 
 
-def our_data_dirs() -> set[str]:
-    return {p.name for p in Path("/tmp").glob("perfpages-pg-*")}
+def our_data_dirs(root: Path) -> set[str]:
+    return {p.name for p in root.glob("perfpages-pg-*")}
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +41,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        command="invoke bench.run --suite tiny"), quiet())
 
 
+@pytest.mark.postgres
 def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
     r = open_run(tiny_run)  # validated against the schema and its checksums
     m = r.manifest
@@ -55,6 +59,7 @@ def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
     assert all(w.metrics["tps"] and w.metrics["tps"] > 0 for w in r.windows)
 
 
+@pytest.mark.postgres
 def test_diagnostics_are_archived_and_reported(tiny_run: Path) -> None:
     summary = json.loads((tiny_run / "diagnostics/lookup/b/summary.json").read_text())
     top = summary["statements"]["by_total_time"][0]
@@ -69,11 +74,37 @@ def test_diagnostics_are_archived_and_reported(tiny_run: Path) -> None:
     assert data["drift"] and data["drift"][0]["block"] == "lookup"
 
 
-def test_nothing_left_running(tiny_run: Path) -> None:
-    assert leftover_servers() == []
+@pytest.mark.postgres
+def test_nothing_left_running(tiny_run: Path, leftovers: Leftovers) -> None:
+    assert leftovers() == []
 
 
-def test_interrupted_run_is_partial_then_resumed(tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_servers_of_another_session_are_not_ours(session_tmp: Path, leftovers: Leftovers,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay beside the tests (its own temporary root) is never taken for a leftover."""
+    from perfpages.run.postgres import EmbeddedServer, embedded_binaries, leftover_servers
+
+    other = Path(tempfile.mkdtemp(prefix="perfpages-other-", dir=session_tmp.parent))
+    other.chmod(0o711)  # as root, the server user traverses it to its data directory
+    server = EmbeddedServer(embedded_binaries())
+    try:
+        with monkeypatch.context() as m:  # its data directory is made at the first start
+            m.setattr(tempfile, "tempdir", str(other))
+            server.start({})
+        assert server.running() and server.data is not None
+        assert server.data.parent == other
+        assert leftover_servers(other) == [server._postmaster().pid]  # type: ignore[union-attr]
+        assert leftovers() == []
+    finally:
+        server.destroy()
+        shutil.rmtree(other, ignore_errors=True)
+    assert leftover_servers(other) == []
+
+
+@pytest.mark.postgres
+def test_interrupted_run_is_partial_then_resumed(tmp_path: Path,
+                                                 leftovers: Leftovers) -> None:
     seen: list[Window] = []
 
     def stop_after_three(w: Window) -> None:
@@ -89,7 +120,7 @@ def test_interrupted_run_is_partial_then_resumed(tmp_path: Path) -> None:
     run_dir = next(tmp_path.iterdir())
     assert read_manifest(run_dir).status == "partial"
     before = open_run(run_dir).windows
-    assert len(before) == 3 and leftover_servers() == []
+    assert len(before) == 3 and leftovers() == []
     resumed = run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path,
                           resume=run_dir.name), quiet())
     assert resumed == run_dir
@@ -119,17 +150,19 @@ def suite(quick):
 '''
 
 
-def test_failure_leaves_no_process_and_no_archive(tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_failure_leaves_no_process_and_no_archive(tmp_path: Path, leftovers: Leftovers,
+                                                  session_tmp: Path) -> None:
     bench = tmp_path / "benchmarks"
     bench.mkdir()
     (bench / "broken.py").write_text(BROKEN)
-    dirs = our_data_dirs()
+    dirs = our_data_dirs(session_tmp)
     with pytest.raises(PerfpagesError) as err:
         run(Options(suite="broken", benchmarks=bench, results=tmp_path / "results"), quiet())
     text = str(err.value)
     assert "\n" not in text and "no_such_table" in text and "failed to load" in text
-    assert leftover_servers() == []
-    assert our_data_dirs() <= dirs  # the throwaway data directory is gone too
+    assert leftovers() == []
+    assert our_data_dirs(session_tmp) <= dirs  # the throwaway data directory is gone too
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
@@ -145,7 +178,8 @@ def invoke(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
     (["--suite", "tiny", "--labels", "a", "--dsn", "postgresql://bob:s3cret@127.0.0.1:{port}/app"],
      "cannot connect to postgresql://bob@127.0.0.1"),
 ])
-def test_user_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+def test_user_errors_are_one_line(tmp_path: Path, args: list[str], needle: str,
+                                  leftovers: Leftovers) -> None:
     args = [a.replace("{port}", str(free_port())) for a in args]
     done = invoke(*args, results=tmp_path)
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
@@ -153,10 +187,11 @@ def test_user_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) 
     assert needle in lines[0] and "s3cret" not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
     assert not any(tmp_path.iterdir())  # nothing archived, not even a partial run
-    assert leftover_servers() == []
+    assert leftovers() == []
 
 
-def test_ctrl_c_from_the_terminal(tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_ctrl_c_from_the_terminal(tmp_path: Path, leftovers: Leftovers) -> None:
     """A real SIGINT to the invoke process: a partial run, no server left; --resume completes."""
     proc = subprocess.Popen([sys.executable, "-m", "invoke", "-r", str(ROOT), "bench.run",
                              "--suite", "tiny", "--labels", "a", "--results", str(tmp_path)],
@@ -172,7 +207,7 @@ def test_ctrl_c_from_the_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 130 and "is partial" in err.strip().splitlines()[-1]
     run_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
     assert read_manifest(run_dir).status == "partial"
-    assert leftover_servers() == []
+    assert leftovers() == []
     done = invoke("--suite", "tiny", "--resume", run_dir.name, results=tmp_path)
     assert done.returncode == 0, done.stderr
     assert read_manifest(run_dir).status == "complete"
@@ -205,7 +240,9 @@ def failing_suite(tmp_path: Path, pin: str = "") -> Path:
     return bench
 
 
-def test_a_failed_window_is_archived_not_dropped(tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_a_failed_window_is_archived_not_dropped(tmp_path: Path,
+                                                 leftovers: Leftovers) -> None:
     bench = failing_suite(tmp_path)
     run_dir = run(Options(suite="failing", benchmarks=bench, results=tmp_path / "r"), quiet())
     r = open_run(run_dir)
@@ -216,9 +253,10 @@ def test_a_failed_window_is_archived_not_dropped(tmp_path: Path) -> None:
     assert all(w.status == "ok" for w in r.floors)
     rows = report.build(r)["tables"][0]["rows"]
     assert any(report.WARN in cell for row in rows for cell in row)
-    assert leftover_servers() == []
+    assert leftovers() == []
 
 
+@pytest.mark.network
 def test_a_version_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     bench = failing_suite(tmp_path, pin=', package="six==0.0.999"')
     with pytest.raises(PerfpagesError) as err:
@@ -227,8 +265,10 @@ def test_a_version_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.postgres
 def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 leftovers: Leftovers) -> None:
     monkeypatch.setenv("PERFPAGES_CACHE", str(tmp_path / "cache"))
     setups = []
     for _ in range(2):
@@ -239,10 +279,12 @@ def test_second_replay_reuses_the_loaded_cluster(tmp_path: Path,
         assert r.manifest.status == "complete" and all(w.status == "ok" for w in r.windows)
     assert [s["cluster_cached"] for s in setups] == [False, True]
     assert len(list((tmp_path / "cache" / "clusters").iterdir())) == 1
-    assert leftover_servers() == []
+    assert leftovers() == []
 
 
-def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path,
+                                                            leftovers: Leftovers) -> None:
     from perfpages.run.postgres import EmbeddedServer, embedded_binaries
 
     external = EmbeddedServer(embedded_binaries())  # stands in for a server the user runs
@@ -265,7 +307,7 @@ def test_external_server_by_dsn_never_archives_its_password(tmp_path: Path) -> N
         assert [p.name for p in tmp_path.iterdir()] == [run_dir.name]  # nothing half-made
     finally:
         external.destroy()
-    assert leftover_servers() == []
+    assert leftovers() == []
 
 
 @pytest.mark.parametrize(("source", "line", "needle"), [
@@ -331,7 +373,10 @@ def test_malformed_assignments_are_one_line(values: list[str]) -> None:
     assert str(err.value).startswith("--ref: ") and "\n" not in str(err.value)
 
 
-def test_pins_replace_the_labels_builds(tmp_path: Path, package: tuple[Path, list[str]]) -> None:
+@pytest.mark.postgres
+@pytest.mark.network
+def test_pins_replace_the_labels_builds(tmp_path: Path, package: tuple[Path, list[str]],
+                                        leftovers: Leftovers) -> None:
     repo, (first, second) = package
     run_dir = run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, rounds=1,
                           pins={"a": f"git+{repo}@{first}", "b": f"git+{repo}@main"}), quiet())
@@ -345,7 +390,7 @@ def test_pins_replace_the_labels_builds(tmp_path: Path, package: tuple[Path, lis
                           text=True).stdout.strip() or None
     assert r.manifest.suite_repository is not None
     assert r.manifest.suite_repository["commit"] == head == r.manifest.harness["commit"]
-    assert leftover_servers() == []
+    assert leftovers() == []
 
 
 GIT_PINNED = '''
@@ -362,7 +407,10 @@ def suite(quick):
 '''
 
 
-def test_ref_through_the_command_line(tmp_path: Path, package: tuple[Path, list[str]]) -> None:
+@pytest.mark.postgres
+@pytest.mark.network
+def test_ref_through_the_command_line(tmp_path: Path, package: tuple[Path, list[str]],
+                                      leftovers: Leftovers) -> None:
     """A suite repository of its own (not perfpages'), a git-pinned label moved to another
     commit by --ref: run.json names both repositories' commits, apart."""
     repo, (first, _) = package
@@ -386,7 +434,7 @@ def test_ref_through_the_command_line(tmp_path: Path, package: tuple[Path, list[
     assert m.labels["a"].pin.describe() == f"{repo.name} @ {first}"
     assert m.suite_repository == {"commit": suite_head, "dirty": False}
     assert m.harness["commit"] != suite_head and f"--ref a={first[:12]}" in m.command
-    assert leftover_servers() == []
+    assert leftovers() == []
 
 
 @pytest.mark.parametrize(("args", "needle"), [

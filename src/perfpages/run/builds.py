@@ -7,12 +7,16 @@
 - neither: nothing is installed (the suite measures PostgreSQL itself).
 
 Venvs live under the cache (never the checkout, never /root), keyed by the resolved pin, so a
-second run with the same pins reuses them. The harness itself is whatever perfpages is installed
+second run with the same pins reuses them. A build holds a lock next to its venv (as does a git
+mirror while it is cloned or fetched): two runs resolving the same pin at once wait for each other
+and the second reuses the first's venv. The harness itself is whatever perfpages is installed
 (run/machine.py records its version and commit).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import re
@@ -21,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -86,6 +91,19 @@ def _finish_venv(venv: Path, pin: Pin) -> None:
     (venv / MARKER).write_text(json.dumps(pin.to_json(), indent=2))
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path`.lock (beside it): concurrent runs take turns. The lock
+    file stays; the kernel drops the lock when its holder exits, even if killed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _package(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     m = REQUIREMENT.match(spec.package.strip())
     if not m:
@@ -93,6 +111,17 @@ def _package(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
                     "write it as name==version (or name[extra]==version)")
     requirement = spec.package.strip()
     venv = cache_dir() / "venvs" / _key({"package": requirement})
+    with _locked(venv):
+        pin, cached = _package_venv(spec, venv, requirement, m)
+    if recorded is not None and recorded.artifacts and recorded.artifacts != pin.artifacts:
+        raise _fail(spec.name, "package", "the artifact differs from the one the run recorded",
+                    "resume on the machine that started the run, or start a new run")
+    return pin, venv, cached
+
+
+def _package_venv(spec: LabelSpec, venv: Path, requirement: str,
+                  m: re.Match[str]) -> tuple[Pin, bool]:
+    """The pin's venv, built unless a finished one is there (the caller holds its lock)."""
     if (venv / MARKER).exists():
         pin = Pin(**json.loads((venv / MARKER).read_text()))
         cached = True
@@ -118,10 +147,7 @@ def _package(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         cached = False
-    if recorded is not None and recorded.artifacts and recorded.artifacts != pin.artifacts:
-        raise _fail(spec.name, "package", "the artifact differs from the one the run recorded",
-                    "resume on the machine that started the run, or start a new run")
-    return pin, venv, cached
+    return pin, cached
 
 
 def _git(args: list[str], label: str, what: str) -> str:
@@ -138,6 +164,12 @@ def resolve_commit(repository: str, ref: str, label: str = "?") -> tuple[str, Pa
     local = Path(repository).expanduser()
     source = str(local.resolve()) if local.exists() else repository
     mirror = cache_dir() / "git" / (hashlib.sha256(source.encode()).hexdigest()[:20] + ".git")
+    with _locked(mirror):  # one clone or fetch at a time: git's ref locks fail, not wait
+        return _resolve_in_mirror(source, mirror, ref, label), mirror
+
+
+def _resolve_in_mirror(source: str, mirror: Path, ref: str, label: str) -> str:
+    """Clone or update the mirror, then resolve `ref` in it (the caller holds its lock)."""
     if mirror.exists():
         _git(["-C", str(mirror), "fetch", "--quiet", "--prune", "--force", "origin",
               "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], label,
@@ -159,7 +191,7 @@ def resolve_commit(repository: str, ref: str, label: str = "?") -> tuple[str, Pa
     if commit is None:
         raise _fail(label, "ref", f"no commit {ref!r} in {source}",
                     "name a branch, tag or commit that exists")
-    return commit, mirror
+    return commit
 
 
 def _rev_parse(mirror: Path, ref: str) -> str | None:
@@ -190,8 +222,16 @@ def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
               subdirectory=spec.subdirectory, remote=_remote(repository))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
                                          "subdirectory": spec.subdirectory})
-    if (venv / MARKER).exists():
-        return pin, venv, True
+    with _locked(venv):
+        if (venv / MARKER).exists():
+            return pin, venv, True
+        _git_venv(spec, venv, mirror, commit, pin, repository)
+    return pin, venv, False
+
+
+def _git_venv(spec: LabelSpec, venv: Path, mirror: Path, commit: str, pin: Pin,
+              repository: str) -> None:
+    """Install the commit into a new venv (the caller holds its lock)."""
     staging, python = _new_venv(venv)
     try:
         with tempfile.TemporaryDirectory(prefix="perfpages-src-") as src:
@@ -206,7 +246,6 @@ def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return pin, venv, False
 
 
 def resolve(spec: LabelSpec, recorded: Pin | None = None) -> Build:

@@ -378,12 +378,16 @@ class ExternalServer(Server):
         return None
 
 
-def leftover_servers(data_prefix: str = "perfpages-pg-") -> list[int]:
-    """Pids of postgres processes whose data directory is one of ours (tests use this)."""
+def leftover_servers(root: str | os.PathLike[str] | None = None,
+                     data_prefix: str = "perfpages-pg-") -> list[int]:
+    """Pids of postmasters whose data directory is one of ours under `root` (default: this
+    process's temporary directory, where `EmbeddedServer` makes them). Tests pass their session's
+    own root, so servers of other runs on the machine are never counted."""
+    base = os.path.join(os.path.abspath(root or tempfile.gettempdir()), data_prefix)
     found = []
     for proc in psutil.process_iter(["name", "cmdline"]):
         cmd = proc.info.get("cmdline") or []
-        if proc.info.get("name") == "postgres" and any(data_prefix in part for part in cmd):
+        if proc.info.get("name") == "postgres" and any(part.startswith(base) for part in cmd):
             found.append(proc.pid)
     return found
 
