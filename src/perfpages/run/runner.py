@@ -15,6 +15,7 @@ import json
 import random
 import re
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -72,20 +73,41 @@ def _interrupted(run_id: str, suite: str) -> Interrupted:
                        f"it with `invoke bench.run --suite {suite} --resume {run_id}`")
 
 
+_pending: list[int] = []  # signals received whose KeyboardInterrupt may have been swallowed
+
+
+def _check_interrupt() -> None:
+    """Raise the KeyboardInterrupt a signal asked for if Python swallowed it: raised inside an
+    at-fork hook (every subprocess start runs logging's) it is only printed as "ignored", and
+    the run would go on to complete."""
+    if _pending:
+        raise KeyboardInterrupt
+
+
+def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    if unraisable.exc_type is not KeyboardInterrupt:  # that one _check_interrupt re-raises
+        sys.__unraisablehook__(unraisable)
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM takes the same path as Ctrl-C: windows kept, servers stopped."""
     def handler(signum: int, frame: object) -> None:
+        _pending.append(signum)
         raise KeyboardInterrupt
+    _pending.clear()
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread
         yield
         return
+    hook, sys.unraisablehook = sys.unraisablehook, _quiet_unraisable
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = hook
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 @contextmanager
@@ -167,6 +189,7 @@ class Runner:
                 self.archive(suite, recorded)
             except KeyboardInterrupt:
                 interrupted = True
+                _pending.clear()
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
@@ -297,6 +320,7 @@ class Runner:
             task = progress.add_task(writer.manifest.id, total=total)
 
             def step(text: str, seconds: float) -> None:
+                _check_interrupt()
                 progress.update(task, description=text)
                 progress.advance(task, seconds)
 
