@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from perfpages.archive.manifest import Pin
+from perfpages.archive.secrets import redact_command
 from perfpages.errors import PerfpagesError
 from perfpages.run import builds as build
-from perfpages.run.runner import redact_command
 from perfpages.run.suite import LabelSpec
 
 PYPROJECT = """[build-system]

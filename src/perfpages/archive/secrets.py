@@ -16,13 +16,15 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 MIN_VALUE = 4  # shorter values are too common to replace everywhere ("1", "on", "yes")
 SECRET_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|API_?KEY"
                          r"|PRIVATE_?KEY|ACCESS_?KEY|(^|_)KEY$|^PGPASS", re.I)
+GIT_URL_USER = re.compile(r"(git\+[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")  # a token as the user
 PATTERNS = (
+    (GIT_URL_USER, r"\g<1>"),
     # scheme://user:password@host — keep the user, mask the password
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*:)[^\s@/?#]*(@)", re.I), rf"\g<1>{MASK}\g<2>"),
     # ?password=… / &password=… in a URL
@@ -35,6 +37,26 @@ PATTERNS = (
 
 def secret_names(env: Mapping[str, str]) -> list[str]:
     return sorted(name for name in env if SECRET_NAME.search(name))
+
+
+def redact(dsn: str) -> str:
+    """A DSN without its password (URI or key=value form): safe to print and to archive."""
+    if "://" in dsn:
+        parts = urlsplit(dsn)
+        if parts.password is not None:
+            host = parts.hostname or ""
+            netloc = f"{parts.username}@{host}" if parts.username else host
+            if parts.port:
+                netloc += f":{parts.port}"
+            return urlunsplit(parts._replace(netloc=netloc))
+        return dsn
+    return " ".join(p for p in dsn.split() if not p.startswith("password="))
+
+
+def redact_command(command: str) -> str:
+    """The command line as archived: no DSN password, no user or token in a --pin git URL."""
+    command = GIT_URL_USER.sub(r"\1", command)
+    return " ".join(redact(p) for p in command.split()) or "invoke bench.run"
 
 
 def masked_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psutil
 import psycopg
 
+from perfpages.archive.secrets import redact
 from perfpages.errors import PerfpagesError
 from perfpages.run.service import die_with_parent
 
@@ -104,20 +104,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def redact(dsn: str) -> str:
-    """A DSN without its password (URI or key=value form): safe to print and to archive."""
-    if "://" in dsn:
-        parts = urlsplit(dsn)
-        if parts.password is not None:
-            host = parts.hostname or ""
-            netloc = f"{parts.username}@{host}" if parts.username else host
-            if parts.port:
-                netloc += f":{parts.port}"
-            return urlunsplit(parts._replace(netloc=netloc))
-        return dsn
-    return " ".join(p for p in dsn.split() if not p.startswith("password="))
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import json
 import random
-import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -34,7 +33,13 @@ from rich.progress import (
 
 from perfpages.archive.manifest import Block, Manifest, Method
 from perfpages.archive.reader import failure, read_manifest, resolve
-from perfpages.archive.secrets import Redactor, masked_env, secret_names
+from perfpages.archive.secrets import (
+    Redactor,
+    masked_env,
+    redact,
+    redact_command,
+    secret_names,
+)
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
@@ -45,7 +50,7 @@ from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters, reap
 from perfpages.run.httpblock import HttpBlocks
 from perfpages.run.overrides import override
-from perfpages.run.postgres import Server, redact
+from perfpages.run.postgres import Server
 from perfpages.run.sqlblock import PgbenchBlocks
 from perfpages.run.suite import BlockSpec, HttpBlockSpec, Suite, load
 
@@ -366,15 +371,6 @@ class Runner:
                     plans.append(qname)
         data = {**totals.to_json(), "plans": plans}
         writer.write_file(f"{base}/summary.json", json.dumps(data, indent=2) + "\n")
-
-
-GIT_URL_USER = re.compile(r"(git\+[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")
-
-
-def redact_command(command: str) -> str:
-    """The command line as archived: no DSN password, no user or token in a --pin git URL."""
-    command = GIT_URL_USER.sub(r"\1", command)
-    return " ".join(redact(p) for p in command.split()) or "invoke bench.run"
 
 
 def run(opts: Options, console: Console | None = None) -> Path:
