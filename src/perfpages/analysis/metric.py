@@ -33,8 +33,22 @@ _KNOWN: dict[str, MetricInfo] = {
     "failed_windows": MetricInfo("failed_windows", "failed windows", "", False),
     "drops": MetricInfo("drops", "dropped requests", "", False),
     "achieved_rate": MetricInfo("achieved_rate", "achieved rate", "/s", True),
-    **{name: MetricInfo(name, name, "ms", False) for name in LATENCY_METRICS},
+    **{name: MetricInfo(name, f"{name} latency", "ms", False) for name in LATENCY_METRICS},
 }
+
+# Human titles of the parameters suites commonly sweep, as (name, unit) for an axis title; a
+# page overrides them (chart(…, x_title="…")), and others are spelled from their name.
+PARAMETERS: dict[str, tuple[str, str]] = {
+    "share_pct": ("offered load", "% of capacity"),
+    "rate": ("offered rate", "per second"),
+    "clients": ("concurrent clients", ""),
+    "callers": ("concurrent callers", ""),
+    "threads": ("threads per worker", ""),
+    "workers": ("workers", ""),
+    "scale": ("scale factor", ""),
+}
+_SUFFIXES = {"_pct": "%", "_ms": "ms", "_s": "s", "_mb": "MB", "_per_s": "per second"}
+_UNIT_WORDS = {"/s": "per second"}
 
 
 def info(name: str) -> MetricInfo:
@@ -42,10 +56,45 @@ def info(name: str) -> MetricInfo:
     if name in _KNOWN:
         return _KNOWN[name]
     if name.endswith("_ms"):
-        return MetricInfo(name, name[:-3], "ms", False)
+        return MetricInfo(name, name[:-3].replace("_", " "), "ms", False)
     if name.endswith("_per_s"):
-        return MetricInfo(name, name[:-6], "/s", True)
+        return MetricInfo(name, name[:-6].replace("_", " "), "/s", True)
     return MetricInfo(name, name, "", None)
+
+
+def titled(name: str, unit: str) -> str:
+    """An axis title: "p99 latency, ms", "offered load, % of capacity", "threads per worker"."""
+    unit = _UNIT_WORDS.get(unit, unit)
+    return f"{name}, {unit}" if unit else name
+
+
+def parameter(name: str) -> tuple[str, str]:
+    """A parameter's human name and unit: `share_pct` → ("offered load", "% of capacity")."""
+    if name in PARAMETERS:
+        return PARAMETERS[name]
+    for suffix, unit in _SUFFIXES.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)].replace("_", " "), unit
+    return name.replace("_", " "), ""
+
+
+def metrics_title(metrics: list[str]) -> str:
+    """What several metrics are, in words: "throughput", "p50 and p99 latency"."""
+    if len(metrics) > 1 and all(m in LATENCY_METRICS for m in metrics):
+        return _and(metrics) + " latency"
+    return _and([info(m).title for m in metrics])
+
+
+def axis_title(shown: dict[str, str]) -> str:
+    """The value axis of metrics, each shown in its unit: "p99 latency, ms", "latency, ms"."""
+    units = set(shown.values())
+    if len(shown) > 1 and len(units) == 1 and all(info(m).unit == "ms" for m in shown):
+        return titled("latency", units.pop())
+    return " / ".join(titled(info(m).title, unit) for m, unit in shown.items())
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def format_number(value: float, digits: int | None = None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -55,16 +56,8 @@ class Latency:
         import numpy as np  # here, not at import: reading a manifest needs no numpy
 
         hdr = self.hdr
-        counts = np.ctypeslib.as_array(hdr.counts)[: hdr.counts_len]
-        index = np.flatnonzero(counts)
-        counts = counts[index].astype(np.int64)
-        cumulative = np.cumsum(counts)
-        out = {}
-        for name, p in PERCENTILES.items():
-            target = hdr.get_target_count_at_percentile(p)
-            at = min(int(np.searchsorted(cumulative, target, side="left")), len(index) - 1)
-            value = hdr.get_highest_equivalent_value(hdr.get_value_from_index(int(index[at])))
-            out[name] = value / 1000.0
+        index, counts = self._buckets()
+        out = dict(zip(PERCENTILES, self.percentiles_ms(PERCENTILES.values()), strict=True))
         # hdrh's get_value_from_index and median-equivalent value, vectorised.
         bucket = (index >> hdr.sub_bucket_half_count_magnitude) - 1
         sub = (index & (hdr.sub_bucket_half_count - 1)) + hdr.sub_bucket_half_count
@@ -76,6 +69,32 @@ class Latency:
         total = sum(int(c) * int(m) for c, m in zip(counts, middle, strict=True))
         out["mean"] = total / hdr.total_count / 1000.0
         out["max"] = hdr.get_max_value() / 1000.0
+        return out
+
+    def _buckets(self) -> tuple[Any, Any]:
+        """The indexes of the non-empty buckets and their counts (numpy arrays)."""
+        import numpy as np
+
+        counts = np.ctypeslib.as_array(self.hdr.counts)[: self.hdr.counts_len]
+        index = np.flatnonzero(counts)
+        return index, counts[index].astype(np.int64)
+
+    def percentiles_ms(self, percentiles: Iterable[float]) -> list[float]:
+        """get_value_at_percentile() of each percentile in milliseconds, from one pass over the
+        non-empty buckets (a spectrum asks for a hundred; hdrh walks every bucket for each)."""
+        if self.count == 0:
+            return []
+        import numpy as np
+
+        hdr = self.hdr
+        index, counts = self._buckets()
+        cumulative = np.cumsum(counts)
+        out = []
+        for p in percentiles:
+            target = hdr.get_target_count_at_percentile(p)
+            at = min(int(np.searchsorted(cumulative, target, side="left")), len(index) - 1)
+            value = hdr.get_highest_equivalent_value(hdr.get_value_from_index(int(index[at])))
+            out.append(value / 1000.0)
         return out
 
     def encode(self) -> str:

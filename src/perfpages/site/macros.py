@@ -1,4 +1,4 @@
-"""The macros a performance page calls: table, figure, change, chart, given.
+"""The macros a performance page calls: table, figure, change, given (charts: plots.py).
 
 Every figure they print is computed from the page's pinned runs and escaped; `given` marks a
 figure that is not a measurement (a setting, a size) so the lint lets it stand.
@@ -15,7 +15,6 @@ from perfpages.analysis.method import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
-from perfpages.site import charts as svgchart
 from perfpages.site import escape
 from perfpages.site.pins import Found, Pins
 
@@ -74,7 +73,7 @@ class Macros:
 
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
-                "chart": self.chart, "cpu_shares": self.cpu_shares, "given": given}
+                "cpu_shares": self.cpu_shares, "given": given}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
         if dimension == "metric":
@@ -180,30 +179,6 @@ class Macros:
             text = format_range(changes)
             note = f"{sum(c.clear for c in changes)} of {len(changes)} clear"
         return escape.md(f"{text} ({note})" if show_verdict else text)
-
-    def chart(self, x: str = "callers", y: str | list[str] = "throughput", *,
-              unit: str | None = None, title: str | None = None, log_x: bool | None = None,
-              **filters: Any) -> str:
-        """Inline SVG: a line per label (and metric) through the medians, a dot per round."""
-        metrics = [y] if isinstance(y, str) else list(y)
-        series: dict[str, svgchart.Series] = {}
-        shown = ""
-        for metric in metrics:
-            factor, shown = scale(metric, unit)
-            for f in self.pins.select(metric=metric, **filters):
-                name = f.label if len(metrics) == 1 else f"{f.label} {metric}"
-                if len(self.pins.runs) > 1 and "run" not in filters:
-                    name = f"{f.run}: {name}"
-                s = series.setdefault(name, svgchart.Series(name))
-                xv = f.value(x)
-                if any(p.x == xv for p in s.points):
-                    raise AnalysisError(f"several cells of {name!r} at {x}={xv}",
-                                        fix="narrow the chart with block=, label= or where={…}")
-                c = scaled(f.cell, factor)
-                s.points.append(svgchart.Point(xv, c.median, c.values))
-        y_title = ", ".join(metrics) + (f" ({shown})" if shown else "")
-        return "\n\n" + svgchart.svg(list(series.values()), title=title or f"{y_title} by {x}",
-                                     x_title=x, y_title=y_title, log_x=log_x) + "\n\n"
 
     def cpu_shares(self, block: str = "profile", label: str | list[str] | None = None, *,
                    run: str | None = None, digits: int = 1) -> str:

@@ -23,6 +23,7 @@ from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
 from perfpages.site.pins import Pins, parse_front_matter
+from perfpages.site.plots import Plots, chart_style
 from perfpages.site.store import RunStore
 
 FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
@@ -124,11 +125,12 @@ def _error_line(exc: BaseException, name: str) -> int | None:
 class _Page:
     """The state of one rendering: where it is, its claims, its namespace."""
 
-    def __init__(self, path: str, offset: int, pins: Pins) -> None:
+    def __init__(self, path: str, offset: int, pins: Pins, style: int = 1) -> None:
         self.path = path
         self.offset = offset
         self.claims: list[Claim] = []
         self.namespace: dict[str, Any] = {**Macros(pins).namespace(), **Facts(pins).namespace(),
+                                          **Plots(pins, style).namespace(),
                                           **Conditions(pins).namespace(), "claim": self.claim}
 
     def claim(self, sentence: str, condition: Condition) -> str:
@@ -178,9 +180,10 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
     aliases = parse_front_matter(meta, path)
     if not aliases:
         return Rendered(body, pins_runs=False)
+    style = chart_style(meta, path)
     pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
     warnings = [lint.message(path, offset + f.line, f.figure) for f in lint.check(body)]
-    page = _Page(path, offset, pins)
+    page = _Page(path, offset, pins, style)
     protected, saved = protect(body)
     try:
         template = _environment(path, protected).get_template(path)

@@ -5,7 +5,8 @@ is its manifest and its cells (the rounds of each block, parameters, label and m
 complete run never changes, so its cells are cached on disk under the sha256 of its run.json
 (which lists every other file's sha256) and of the code that computes them; the files'
 checksums are verified on every build, so a cache never hides a corrupted archive. A warm build
-thus decodes no histogram and imports no pandas.
+thus reads no results.jsonl and imports no pandas. The histograms of each cell's rounds are a
+second product, read and cached only when a page draws them (`spectrum`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfpages.archive.histogram import Latency
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import RUN_FILE, Run, archived_files, open_run, read_manifest
+from perfpages.archive.window import params_key
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import ArchiveError, PerfpagesError
 
@@ -53,6 +56,7 @@ class Loaded:
     cells: list[Record]
     floors: list[Record] = field(default_factory=list)  # floor windows (label "floor")
     memo: dict[object, Any] = field(default_factory=dict)  # derived data, e.g. pins' cells
+    histogram_cache: Path | None = None  # where histograms() keeps a complete run's histograms
 
 
 def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
@@ -72,6 +76,45 @@ def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
         params = {p: _plain(first[p]) for p in param_names if pd.notna(first[p])}
         values = tuple(float(v) for v in group.sort_values("round")["value"])
         out.append(Record(block, pkey, label, metric, params, values))
+    return out
+
+
+def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]:
+    """The latency histogram of each measured (block, parameters, label), per round: its
+    successful windows merged, losslessly. Read only for the pages that draw them (spectrum),
+    then cached like the cells, under the sha256 of run.json and of the code."""
+    if "histograms" in loaded.memo:
+        return loaded.memo["histograms"]
+    path = loaded.histogram_cache
+    saved = None
+    if path is not None and path.is_file():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))["histograms"]
+            out = _histograms(saved)
+        except (OSError, ValueError, TypeError, KeyError):
+            saved = None  # unreadable: read the archive again and rewrite the cache
+    if saved is None:
+        parts: dict[tuple[str, str, str, int], list[Latency]] = {}
+        for w in open_run(loaded.path).measured:
+            if w.status == "ok" and w.latency is not None:
+                key = (w.block, params_key(w.params), w.label, w.round)
+                parts.setdefault(key, []).append(w.latency)
+        merged = {key: Latency.merged(latencies) for key, latencies in parts.items()}
+        saved = [{"block": b, "parameters": pk, "label": lab, "round": r, "hdr": lat.encode(),
+                  "clamped": lat.clamped} for (b, pk, lab, r), lat in merged.items()]
+        out = _histograms(saved)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, json.dumps({"histograms": saved}))
+    loaded.memo["histograms"] = out
+    return out
+
+
+def _histograms(saved: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, Latency]]:
+    out: dict[tuple[str, str, str], dict[int, Latency]] = {}
+    for h in saved:
+        rounds = out.setdefault((h["block"], h["parameters"], h["label"]), {})
+        rounds[int(h["round"])] = Latency.decode(h["hdr"], int(h["clamped"]))
     return out
 
 
@@ -110,12 +153,12 @@ class RunStore:
         self._loaded: dict[str, tuple[object, Loaded]] = {}
         self._code = code_hash()
 
-    def _cache_file(self, run_dir: Path) -> Path | None:
+    def _cache_file(self, run_dir: Path, product: str = "cells") -> Path | None:
         if self.cache_dir is None:
             return None
         raw = (run_dir / RUN_FILE).read_bytes()
         key = hashlib.sha256(raw + self._code.encode()).hexdigest()[:24]
-        return self.cache_dir / "cells" / f"{run_dir.name}.{key}.json"
+        return self.cache_dir / product / f"{run_dir.name}.{key}.json"
 
     def get(self, run_id: str) -> Loaded:
         """A run's manifest and cells, validated (raises ArchiveError on any problem)."""
@@ -138,7 +181,8 @@ class RunStore:
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 write_text_atomic(cache, json.dumps({"cells": [c.__dict__ for c in cells],
                                                      "floors": [c.__dict__ for c in floors]}))
-        loaded = Loaded(run_dir, manifest, cells, floors)
+        hists = self._cache_file(run_dir, "histograms") if cache is not None else None
+        loaded = Loaded(run_dir, manifest, cells, floors, histogram_cache=hists)
         self._loaded[run_id] = (stamp, loaded)
         return loaded
 
