@@ -62,10 +62,9 @@ class Categories:
     @property
     def ticks(self) -> list[Tick]:
         every = math.ceil(len(self.values) / self.most) if self.most else 1
-        last = len(self.values) - 1
-        # the last value (the newest release) is always labelled; its neighbours give way
-        return [Tick(v, label(v) if (i % every == 0 and last - i >= every / 2) or i == last
-                     else "") for i, v in enumerate(self.values)]
+        last = len(self.values) - 1  # counted from the last value (the newest release)
+        return [Tick(v, label(v) if (last - i) % every == 0 else "")
+                for i, v in enumerate(self.values)]
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from perfpages.analysis.metric import format_value
+from perfpages.analysis.metric import format_number, format_value
 from perfpages.errors import AnalysisError
 from perfpages.site.axes import (  # noqa: F401 (nice_ticks: re-exported for callers)
     Categories,
@@ -275,7 +275,7 @@ def history(series: list[Series], *, releases: list[str], title: str, y_title: s
                     + '" fill="none" stroke-width="2"/>')
         for r in (r for r in releases if r in at):
             p = at[r]
-            spread = (f" ({label(min(p.rounds))}–{label(max(p.rounds))})"
+            spread = (f" ({format_number(min(p.rounds))}–{format_number(max(p.rounds))})"
                       if len(p.rounds) > 1 else "")
             out.append(f'<circle cx="{x.pixel(r):.1f}" cy="{y.pixel(p.median):.1f}" r="2.5">'
                        f"<title>{escape(s.name)}, {escape(r)}: "

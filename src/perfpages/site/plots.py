@@ -32,7 +32,7 @@ def chart_style(meta: Mapping[str, Any], where: str) -> int:
     """The page's chart style (front matter `charts:`, 1 when absent)."""
     value = meta.get("charts", 1)
     if isinstance(value, bool) or value not in STYLES:
-        raise PerfpagesError(f"charts: {value!r} is not a chart style", where=where, key="charts",
+        raise PerfpagesError(f"{value!r} is not a chart style", where=where, key="charts",
                              fix="write `charts: 2` (named axes, log latency axes) or leave it "
                                  "out for the first style")
     return int(value)
@@ -121,9 +121,20 @@ class Plots:
         """Latency against percentile (50 → `top`, spaced by nines) from the merged histograms
         of the selected cells: a thick line per cell over all its measured rounds, a thin one
         per round."""
+        curves, shown, shared = self.curves(unit=unit, top=top, rounds=rounds, **filters)
+        if log_y is None:
+            log_y = _auto_log(["p50"], [v for c in curves for _, v in c.points])
+        default = "latency against percentile" + (f", {shared}" if shared else "")
+        return "\n\n" + svgchart.spectrum(curves, title=title or default,
+                                          y_title=y_title or titled("latency", shown),
+                                          unit=shown, top=top, log_y=log_y) + "\n\n"
+
+    def curves(self, *, unit: str | None = None, top: float = 99.99, rounds: bool = True,
+               **filters: Any) -> tuple[list[svgchart.Curve], str, str]:
+        """The spectrum's lines, the unit they are in, and the label they share (if one)."""
         if top not in TOPS:
             raise AnalysisError(f"top={top!r} is not a percentile a spectrum ends at",
-                                fix=f"use one of: {', '.join(map(number, TOPS))}")
+                                fix=f"use one of: {', '.join(f'{t:g}' for t in TOPS)}")
         factor, shown = scale("p50", unit)
         found = self.pins.select(metric="p50", **filters)
         names, shared = _names(found, ["p50"])
@@ -141,9 +152,4 @@ class Plots:
             merged = Latency.merged(per_round[r] for r in sorted(per_round))
             curves.append(svgchart.Curve(name, line(merged), [
                 line(per_round[r]) for r in sorted(per_round) if rounds]))
-        if log_y is None:
-            log_y = _auto_log(["p50"], [v for c in curves for _, v in c.points])
-        default = "latency against percentile" + (f", {shared}" if shared else "")
-        return "\n\n" + svgchart.spectrum(curves, title=title or default,
-                                          y_title=y_title or titled("latency", shown),
-                                          unit=shown, top=top, log_y=log_y) + "\n\n"
+        return curves, shown, shared

@@ -91,8 +91,8 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))["histograms"]
             out = _histograms(saved)
-        except (OSError, ValueError, TypeError, KeyError):
-            saved = None  # unreadable: read the archive again and rewrite the cache
+        except Exception:  # unreadable (hdrh raises assorted errors): read the archive again
+            saved = None
     if saved is None:
         parts: dict[tuple[str, str, str, int], list[Latency]] = {}
         for w in open_run(loaded.path).measured:
