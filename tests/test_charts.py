@@ -116,8 +116,9 @@ def test_log_axis_has_decade_ticks_and_minor_ticks() -> None:
 
 
 def test_a_log_axis_draws_its_ticks_in_the_svg() -> None:
-    series = [charts.Series("p50", [charts.Point(1, 0.9, (0.8, 1.0)), charts.Point(8, 2.0, (2.1,))]),
-              charts.Series("p99", [charts.Point(1, 9.0, (8.0,)), charts.Point(8, 240.0, (250.0,))])]
+    point = charts.Point
+    series = [charts.Series("p50", [point(1, 0.9, (0.8, 1.0)), point(8, 2.0, (2.1,))]),
+              charts.Series("p99", [point(1, 9.0, (8.0,)), point(8, 240.0, (250.0,))])]
     svg = svgs(charts.svg(series, title="t", x_title="x", y_title="latency, ms", log_y=True))[0]
     assert {"1", "10", "100"} <= set(texts(svg))
     faint = [e for e in svg.iter(f"{SVG}line") if e.get("stroke-opacity") == "0.06"]
@@ -260,7 +261,7 @@ def test_history_draws_bands_and_stays_readable_at_fifty_releases() -> None:
     dots = [c.find(f"{SVG}title").text for c in svg.iter(f"{SVG}circle")]
     assert len(dots) == 46 and dots[0] == "lookup, 0.1.0: 2.00 ms (1.90–2.10)"
     assert svg.find(f"{SVG}desc").text.startswith("x: release; y: p99 latency, ms. lookup: ")
-    with pytest.raises(AnalysisError, match="no release '0.99.0'"):
+    with pytest.raises(AnalysisError, match=r"no release '0\.99\.0'"):
         charts.history([charts.Series("x", [charts.Point("0.99.0", 1.0, (1.0,))])],
                        releases=releases, title="t", y_title="y")
 
@@ -279,6 +280,11 @@ def test_a_page_with_the_new_charts_matches_its_snapshot(tmp_path: Path, results
     figures = re.findall(r'<figure class="perfpages-chart".*?</figure>', body, re.S)
     assert len(figures) == 2 and all(svgs(f) for f in figures)
     assert all(" data-search-exclude" in f for f in figures)
+    # both colour schemes: every colour is the text's or a palette variable the CSS switches
+    assert set(re.findall(r'(?:fill|stroke)="([^"]+)"', body.split("<article", 1)[1])) <= {
+        "currentColor", "none"}
+    assert set(re.findall(r'style="color:([^"]+)"', "".join(figures))) == {
+        "var(--perfpages-c1)", "var(--perfpages-c2)", "var(--perfpages-c3)"}
     got = "\n".join(figures) + "\n"
     if os.environ.get("PERFPAGES_UPDATE_GOLDEN"):
         GOLDEN.write_text(got, encoding="utf-8")

@@ -55,15 +55,17 @@ def _names(found: list[Found], metrics: list[str], x: str = "") -> tuple[list[st
     for f in found:
         parts = [f"{f.run}:" if varies["run"] else "", f.block if varies["block"] else "",
                  f.label if varies["label"] else ""]
-        for k in params:  # 25 → "25 % of capacity", 32 → "32 concurrent callers"
+        for k in params:  # 25 → "25 % of capacity", 32 → "32 concurrent callers", "lookup"
             value = f.params.get(k)
-            numeric = isinstance(value, int | float) and not isinstance(value, bool)
-            parts.append(f"{number(value)} {parameter(k)[1] or parameter(k)[0]}" if numeric  # type: ignore[arg-type]
-                         else str(value) if k in f.params else "")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                title, unit = parameter(k)
+                parts.append(f"{number(value)} {unit or title}")
+            elif value is not None:
+                parts.append(str(value))
         parts.append(f.metric if len(metrics) > 1 else "")
         names.append(" ".join(p for p in parts if p) or f.label)
-    shared = found[0].label if found and not varies["label"] else ""
-    return names, shared
+    labels = {f.label for f in found}
+    return names, labels.pop() if len(labels) == 1 else ""
 
 
 class Plots:
