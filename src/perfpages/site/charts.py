@@ -106,10 +106,10 @@ def _legend(names: list[str], wrap: bool) -> tuple[list[tuple[int, int]], int]:
 
 def _legend_entry(index: int, name: str, place: tuple[int, int]) -> str:
     x, row = place
-    y = "12" if row == 0 else str(12 + ROW * row)
+    y = 12 + ROW * row
     return (f'<g style="color:{_colour(index)}"><rect x="{x}" y="{y}" width="12" '
             f'height="12" fill="currentColor"/></g>'
-            f'<text x="{x + 16}" y="{int(y) + 10}">{escape(name)}</text>')
+            f'<text x="{x + 16}" y="{y + 10}">{escape(name)}</text>')
 
 
 def _frame(x: Axis, y: Values, *, title: str, x_title: str, y_title: str, top: int,
