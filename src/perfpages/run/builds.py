@@ -112,15 +112,27 @@ def _package(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     requirement = spec.package.strip()
     venv = cache_dir() / "venvs" / _key({"package": requirement})
     with _locked(venv):
-        pin, cached = _package_venv(spec, venv, requirement, m)
-    if recorded is not None and recorded.artifacts and recorded.artifacts != pin.artifacts:
-        raise _fail(spec.name, "package", "the artifact differs from the one the run recorded",
-                    "resume on the machine that started the run, or start a new run")
+        pin, cached = _package_venv(spec, venv, requirement, m, recorded)
+    if recorded is not None:
+        _same_artifacts(spec.name, pin, recorded)  # a cached build's artifact too
     return pin, venv, cached
 
 
-def _package_venv(spec: LabelSpec, venv: Path, requirement: str,
-                  m: re.Match[str]) -> tuple[Pin, bool]:
+def _same_artifacts(label: str, pin: Pin, recorded: Pin) -> None:
+    """A resumed or replayed run installs exactly the file the run recorded, byte for byte."""
+    for name, digest in sorted(recorded.artifacts.items()):
+        got = pin.artifacts.get(name)
+        if got == digest:
+            continue
+        what = (f"the artifact {name} has sha256 {got[:12]}…, the run recorded {digest[:12]}…"
+                if got else f"the artifact {name} the run recorded is not the one pip found "
+                            f"({', '.join(sorted(pin.artifacts)) or 'none'})")
+        raise _fail(label, "package", what, "install from the index the run used (the file "
+                    "must be byte-identical), or start a new run")
+
+
+def _package_venv(spec: LabelSpec, venv: Path, requirement: str, m: re.Match[str],
+                  recorded: Pin | None) -> tuple[Pin, bool]:
     """The pin's venv, built unless a finished one is there (the caller holds its lock)."""
     if (venv / MARKER).exists():
         pin = Pin(**json.loads((venv / MARKER).read_text()))
@@ -137,11 +149,13 @@ def _package_venv(spec: LabelSpec, venv: Path, requirement: str,
                     raise _fail(spec.name, "package", f"pip downloaded {len(files)} files",
                                 "pin a single distribution")
                 artifact = files[0]
+                pin = Pin("package", requirement=requirement, version=m.group(3),
+                          artifacts={artifact.name: sha256_file(artifact)})
+                if recorded is not None:  # nothing installed from a file the run never saw
+                    _same_artifacts(spec.name, pin, recorded)
                 extras = m.group(2) or ""
                 _pip(python, ["install", f"{m.group(1)}{extras} @ {artifact.as_uri()}"],
                      spec.name, requirement)
-                pin = Pin("package", requirement=requirement, version=m.group(3),
-                          artifacts={artifact.name: sha256_file(artifact)})
             _finish_venv(venv, pin)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -212,13 +226,19 @@ def _remote(repository: str) -> str:
     return shown_repository(origin or repository)
 
 
+def pinned_repository(git: str) -> str:
+    """A git pin's repository as run.json records it: a token in a URL never reaches the
+    archive; a local path is kept, resolved (runs replay on this machine)."""
+    local = Path(git).expanduser()
+    return str(local.resolve()) if local.exists() else without_credentials(git)
+
+
 def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
-    ref = recorded.commit if recorded is not None and recorded.commit else spec.ref
-    commit, mirror = resolve_commit(spec.git, ref, spec.name)
-    local = Path(spec.git).expanduser()
-    # A token in a URL never reaches the archive; a local path is kept (replays on this machine).
-    repository = str(local.resolve()) if local.exists() else without_credentials(spec.git)
-    pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
+    # A resumed or replayed run builds the recorded commit, and keeps the ref it came from.
+    kept = recorded if recorded is not None and recorded.commit else None
+    commit, mirror = resolve_commit(spec.git, kept.commit if kept else spec.ref, spec.name)
+    repository = pinned_repository(spec.git)
+    pin = Pin("git", repository=repository, ref=kept.ref if kept else spec.ref, commit=commit,
               subdirectory=spec.subdirectory, remote=_remote(repository))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
                                          "subdirectory": spec.subdirectory})
