@@ -192,7 +192,17 @@ def test_a_secret_is_compared_as_the_run_masked_it(original: Path, tmp_path: Pat
     opts = replay_options(original.parent, original.name, suites, "perfpages bench.replay")
     m = read_manifest(original)
     assert (opts.labels, opts.blocks, opts.replay_of) == (["a", "b"], ["lookup"], m.id)
-    assert opts.method == replace(m.method, notes="") and opts.pins == {"a": REQUIREMENT}
+    assert opts.method == replace(m.method, notes="") and opts.pins == opts.refs == {}
+    assert opts.recorded_pins == {n: label.pin for n, label in m.labels.items()}
+
+
+@pytest.mark.postgres
+def test_a_recorded_pin_is_built_whatever_the_suite_pins_now(original: Path) -> None:
+    """Label a pins nothing in the suite: its recorded pin (from `--pin`) is what is built,
+    for a replay as for a resume."""
+    pin = read_manifest(original).labels["a"].pin
+    b = builds.resolve(LabelSpec("a"), pin)
+    assert pin.kind == "package" and b.label.pin == pin and b.venv is not None
 
 
 @pytest.mark.postgres

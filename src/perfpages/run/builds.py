@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -234,11 +234,10 @@ def pinned_repository(git: str) -> str:
 
 
 def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
-    # A resumed or replayed run builds the recorded commit, and keeps the ref it came from.
-    kept = recorded if recorded is not None and recorded.commit else None
-    commit, mirror = resolve_commit(spec.git, kept.commit if kept else spec.ref, spec.name)
+    ref = recorded.commit if recorded is not None and recorded.commit else spec.ref
+    commit, mirror = resolve_commit(spec.git, ref, spec.name)
     repository = pinned_repository(spec.git)
-    pin = Pin("git", repository=repository, ref=kept.ref if kept else spec.ref, commit=commit,
+    pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
               subdirectory=spec.subdirectory, remote=_remote(repository))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
                                          "subdirectory": spec.subdirectory})
@@ -268,9 +267,25 @@ def _git_venv(spec: LabelSpec, venv: Path, mirror: Path, commit: str, pin: Pin,
         raise
 
 
+def as_recorded(spec: LabelSpec, pin: Pin) -> LabelSpec:
+    """The label pinned as a run recorded it: a resumed or replayed run keeps its pins where
+    the suite (or the run's `--pin`) said otherwise. A git label keeps the suite's address
+    when it is the recorded repository (a token in it still reaches a private one)."""
+    if pin.kind == "package":
+        return replace(spec, package=pin.requirement, git="")
+    if pin.kind == "git":
+        same = bool(spec.git) and pinned_repository(spec.git) == pin.repository
+        return replace(spec, package="", git=spec.git if same else pin.repository,
+                       ref=pin.ref, subdirectory=pin.subdirectory)
+    return replace(spec, package="", git="")
+
+
 def resolve(spec: LabelSpec, recorded: Pin | None = None) -> Build:
-    """Resolve and install one label's build (or reuse its cached venv)."""
+    """Resolve and install one label's build (or reuse its cached venv); with the pin a run
+    recorded, that pin: the same commit, or an artifact with the same sha256."""
     started = time.monotonic()
+    if recorded is not None:
+        spec = as_recorded(spec, recorded)
     venv: Path | None = None
     cached = True
     if spec.package:

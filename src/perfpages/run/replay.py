@@ -41,8 +41,6 @@ def replay_options(results: Path, run_ref: str, benchmarks: Path, command: str) 
         suite=m.suite, benchmarks=benchmarks, results=results, labels=list(m.labels),
         blocks=blocks, rounds=m.method.rounds, quick=m.scope == "quick", seed=m.method.seed,
         command=command, method=replace(m.method, notes=""),
-        pins={n: _pin_spec(label.pin) for n, label in m.labels.items()
-              if n in repinned and label.pin.kind != "none"},
         recorded_pins={n: label.pin for n, label in m.labels.items()}, replay_of=m.id)
 
 
@@ -66,19 +64,11 @@ def _replayable(run_dir: Path, m: Manifest) -> None:
 
 def _repinned(command: str) -> set[str]:
     """Labels whose pin the run's command line replaced (`--pin LABEL=SPEC`, `-p`): their
-    recorded pin is not the suite's, and is replayed as such."""
+    recorded pin is not the suite's; it is replayed all the same (as every recorded pin)."""
     words = command.split()
     values = [v for flag, v in pairwise(words) if flag in ("--pin", "-p")]
     values += [w.removeprefix("--pin=") for w in words if w.startswith("--pin=")]
     return {v.partition("=")[0] for v in values if "=" in v}
-
-
-def _pin_spec(pin: Pin) -> str:
-    """A recorded pin as `--pin` writes it (its commit and artifact are then checked)."""
-    if pin.kind == "package":
-        return pin.requirement
-    sub = f"#subdirectory={pin.subdirectory}" if pin.subdirectory else ""
-    return f"git+{pin.repository}@{pin.ref or pin.commit}{sub}"
 
 
 def _shown(value: Any) -> str:
