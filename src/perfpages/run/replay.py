@@ -1,4 +1,4 @@
-"""`bench replay RUN`: a new run of an archived run's suite, with everything the run recorded.
+"""`invoke bench.replay`: a new run of an archived run's suite, with everything the run recorded.
 
 The replay reuses the record: the same suite and scope, exactly the recorded labels and blocks,
 the recorded pins (a git label at its recorded commit, a package label with the recorded
