@@ -172,6 +172,7 @@ class Manifest:
     # The git repository holding the suites: commit (None outside git) and dirty; older runs
     # did not record it.
     suite_repository: dict[str, Any] | None = None
+    replay_of: str | None = None  # the id of the run this one replays (`bench replay`)
 
     @property
     def date(self) -> str:
@@ -185,6 +186,7 @@ class Manifest:
             "format": "perfpages-run", "format_version": self.format_version, "id": self.id,
             "suite": self.suite, "title": self.title, "scope": self.scope, "status": self.status,
             "started": self.started, "ended": self.ended, "command": self.command,
+            **({"replay_of": self.replay_of} if self.replay_of is not None else {}),
             "harness": dict(self.harness),
             **({"suite_repository": dict(self.suite_repository)}
                if self.suite_repository is not None else {}),
@@ -229,4 +231,5 @@ class Manifest:
                    harness=data["harness"], labels=labels, method=method,
                    machine=data["machine"], blocks=blocks, ended=data.get("ended"),
                    files=data.get("files", {}), format_version=data["format_version"],
-                   suite_repository=data.get("suite_repository"))
+                   suite_repository=data.get("suite_repository"),
+                   replay_of=data.get("replay_of"))

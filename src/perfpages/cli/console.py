@@ -76,7 +76,9 @@ def list_runs(results_dir: Path, console: Console) -> int:
                           _escape(str(exc)))
             bad += 1
             continue
-        rows.append([m.id, m.started[:10], m.suite, m.scope, status_text(path, m),
+        # A replay says which run it replays, under its id (the id column keeps its width).
+        shown = f"{m.id}\nreplay of {m.replay_of}" if m.replay_of else m.id
+        rows.append([shown, m.started[:10], m.suite, m.scope, status_text(path, m),
                      ", ".join(m.labels)])
         table.add_row(*[_escape(c) for c in rows[-1]])
     fit(table, columns, rows, {0, 5}, console)

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -112,15 +112,27 @@ def _package(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     requirement = spec.package.strip()
     venv = cache_dir() / "venvs" / _key({"package": requirement})
     with _locked(venv):
-        pin, cached = _package_venv(spec, venv, requirement, m)
-    if recorded is not None and recorded.artifacts and recorded.artifacts != pin.artifacts:
-        raise _fail(spec.name, "package", "the artifact differs from the one the run recorded",
-                    "resume on the machine that started the run, or start a new run")
+        pin, cached = _package_venv(spec, venv, requirement, m, recorded)
+    if recorded is not None:
+        _same_artifacts(spec.name, pin, recorded)  # a cached build's artifact too
     return pin, venv, cached
 
 
-def _package_venv(spec: LabelSpec, venv: Path, requirement: str,
-                  m: re.Match[str]) -> tuple[Pin, bool]:
+def _same_artifacts(label: str, pin: Pin, recorded: Pin) -> None:
+    """A resumed or replayed run installs exactly the file the run recorded, byte for byte."""
+    for name, digest in sorted(recorded.artifacts.items()):
+        got = pin.artifacts.get(name)
+        if got == digest:
+            continue
+        what = (f"the artifact {name} has sha256 {got[:12]}…, the run recorded {digest[:12]}…"
+                if got else f"the artifact {name} the run recorded is not the one pip found "
+                            f"({', '.join(sorted(pin.artifacts)) or 'none'})")
+        raise _fail(label, "package", what, "install from the index the run used (the file "
+                    "must be byte-identical), or start a new run")
+
+
+def _package_venv(spec: LabelSpec, venv: Path, requirement: str, m: re.Match[str],
+                  recorded: Pin | None) -> tuple[Pin, bool]:
     """The pin's venv, built unless a finished one is there (the caller holds its lock)."""
     if (venv / MARKER).exists():
         pin = Pin(**json.loads((venv / MARKER).read_text()))
@@ -137,11 +149,13 @@ def _package_venv(spec: LabelSpec, venv: Path, requirement: str,
                     raise _fail(spec.name, "package", f"pip downloaded {len(files)} files",
                                 "pin a single distribution")
                 artifact = files[0]
+                pin = Pin("package", requirement=requirement, version=m.group(3),
+                          artifacts={artifact.name: sha256_file(artifact)})
+                if recorded is not None:  # nothing installed from a file the run never saw
+                    _same_artifacts(spec.name, pin, recorded)
                 extras = m.group(2) or ""
                 _pip(python, ["install", f"{m.group(1)}{extras} @ {artifact.as_uri()}"],
                      spec.name, requirement)
-                pin = Pin("package", requirement=requirement, version=m.group(3),
-                          artifacts={artifact.name: sha256_file(artifact)})
             _finish_venv(venv, pin)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -212,12 +226,17 @@ def _remote(repository: str) -> str:
     return shown_repository(origin or repository)
 
 
+def pinned_repository(git: str) -> str:
+    """A git pin's repository as run.json records it: a token in a URL never reaches the
+    archive; a local path is kept, resolved (runs replay on this machine)."""
+    local = Path(git).expanduser()
+    return str(local.resolve()) if local.exists() else without_credentials(git)
+
+
 def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     ref = recorded.commit if recorded is not None and recorded.commit else spec.ref
     commit, mirror = resolve_commit(spec.git, ref, spec.name)
-    local = Path(spec.git).expanduser()
-    # A token in a URL never reaches the archive; a local path is kept (replays on this machine).
-    repository = str(local.resolve()) if local.exists() else without_credentials(spec.git)
+    repository = pinned_repository(spec.git)
     pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
               subdirectory=spec.subdirectory, remote=_remote(repository))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
@@ -248,9 +267,25 @@ def _git_venv(spec: LabelSpec, venv: Path, mirror: Path, commit: str, pin: Pin,
         raise
 
 
+def as_recorded(spec: LabelSpec, pin: Pin) -> LabelSpec:
+    """The label pinned as a run recorded it: a resumed or replayed run keeps its pins where
+    the suite (or the run's `--pin`) said otherwise. A git label keeps the suite's address
+    when it is the recorded repository (a token in it still reaches a private one)."""
+    if pin.kind == "package":
+        return replace(spec, package=pin.requirement, git="")
+    if pin.kind == "git":
+        same = bool(spec.git) and pinned_repository(spec.git) == pin.repository
+        return replace(spec, package="", git=spec.git if same else pin.repository,
+                       ref=pin.ref, subdirectory=pin.subdirectory)
+    return replace(spec, package="", git="")
+
+
 def resolve(spec: LabelSpec, recorded: Pin | None = None) -> Build:
-    """Resolve and install one label's build (or reuse its cached venv)."""
+    """Resolve and install one label's build (or reuse its cached venv); with the pin a run
+    recorded, that pin: the same commit, or an artifact with the same sha256."""
     started = time.monotonic()
+    if recorded is not None:
+        spec = as_recorded(spec, recorded)
     venv: Path | None = None
     cached = True
     if spec.package:

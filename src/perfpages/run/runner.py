@@ -31,7 +31,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from perfpages.archive.manifest import Block, Manifest, Method
+from perfpages.archive.manifest import Block, Manifest, Method, Pin
 from perfpages.archive.reader import failure, read_manifest, resolve
 from perfpages.archive.secrets import (
     Redactor,
@@ -71,6 +71,11 @@ class Options:
     on_window: Callable[[Window], None] | None = None  # called after each archived window
     refs: dict[str, str] = field(default_factory=dict)  # label -> ref of its git pin (--ref)
     pins: dict[str, str] = field(default_factory=dict)  # label -> its new pin (--pin)
+    # A replay (run/replay.py): the recorded method instead of the suite's, the recorded pins
+    # resolved as a resume resolves them, and the id of the run it replays.
+    method: Method | None = None
+    recorded_pins: dict[str, Pin] = field(default_factory=dict)
+    replay_of: str | None = None
 
 
 def _interrupted(run_id: str, suite: str) -> Interrupted:
@@ -257,7 +262,8 @@ class Runner:
 
     def builds(self, suite: Suite, recorded: Manifest | None) -> dict[str, Build]:
         """Every label's build, resolved before anything is archived (errors: one line)."""
-        pins = {n: lab.pin for n, lab in recorded.labels.items()} if recorded else {}
+        pins = ({n: lab.pin for n, lab in recorded.labels.items()} if recorded
+                else self.opts.recorded_pins)
         builds: dict[str, Build] = {}
         for spec in suite.labels:
             with self.console.status(f"build {spec.name}…"):
@@ -269,7 +275,11 @@ class Runner:
 
     def manifest(self, suite: Suite, server: Server, builds: dict[str, Build]) -> Manifest:
         o = self.opts
-        seed = o.seed if o.seed is not None else random.SystemRandom().randrange(2**31)
+        method = o.method or Method(
+            rounds=o.rounds or suite.rounds, order=suite.order, seed=o.seed,
+            warmup_s=suite.warmup_s, window_s=suite.window_s, min_rounds=suite.min_rounds,
+            drift_threshold=suite.drift_threshold)
+        seed = method.seed if method.seed is not None else random.SystemRandom().randrange(2**31)
         labels = {n: replace(b.label, env=masked_env(b.label.env)) for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}
         with server.target.connect(self.clusters.admin_db(server)) as conn:
@@ -290,10 +300,9 @@ class Runner:
             suite_repository=machine.repository(o.benchmarks,
                                                 (o.benchmarks / f"{suite.name}.py",)),
             labels=labels,
-            method=Method(rounds=o.rounds or suite.rounds, order=suite.order, seed=seed,
-                          warmup_s=suite.warmup_s, window_s=suite.window_s,
-                          min_rounds=suite.min_rounds, drift_threshold=suite.drift_threshold,
-                          notes=self.redactor.text((suite.notes + " " + notes).strip())),
+            method=replace(method, seed=seed,
+                           notes=self.redactor.text((suite.notes + " " + notes).strip())),
+            replay_of=o.replay_of,
             machine=machine.fingerprint(server.version(), base),
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
                                   metrics=b.metrics,
