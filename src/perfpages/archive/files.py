@@ -197,6 +197,7 @@ class Excerpt:
     lines: int = 0
     head: list[str] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)
+    cut: bool = False  # whether a line was longer than `width` (and ends with "…")
 
     @property
     def left_out(self) -> int:
@@ -212,7 +213,8 @@ def excerpt(path: Path, keep: int, width: int) -> Excerpt:
 
     def emit(raw: bytes) -> None:
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        text = text if len(text) <= width else text[:width] + "…"
+        if len(text) > width:
+            text, out.cut = text[:width] + "…", True
         out.lines += 1
         (out.head.append if len(out.head) < keep else tail.append)(text)
 

@@ -43,9 +43,9 @@ class RunEntry:
     id: str
     markdown: str
     files: dict[str, Path] = field(default_factory=dict)  # site path -> archived file
-    texts: dict[str, str] = field(default_factory=dict)  # site path -> generated (readable)
     manifest: Manifest | None = None
     problem: str | None = None  # why the run could not be read
+    texts: dict[str, str] = field(default_factory=dict)  # site path -> generated (readable)
 
 
 _size = stored.size_text
@@ -75,28 +75,25 @@ def readable(run: Run) -> dict[str, Readable]:
             data = stored.read_bytes(run.path, rel)
             shown = Readable(len(data), plain, "view", data.decode("utf-8", errors="replace"))
         else:
-            shown = _excerpt(path, rel, plain)
+            shown = _excerpt(path, plain)
         if shown.name not in taken:
             out[rel] = shown
     return out
 
 
-def _excerpt(path: Path, rel: str, plain: str) -> Readable:
+def _excerpt(path: Path, plain: str) -> Readable:
     ex = stored.excerpt(path, EXCERPT_LINES, EXCERPT_WIDTH)
-    gz = path.name
     if ex.left_out:
-        what = (f"the first {len(ex.head):,} and the last {len(ex.tail):,} of its {ex.lines:,} "
-                f"lines")
+        what = f"the first {len(ex.head):,} and the last {len(ex.tail):,} of its {ex.lines:,} lines"
         body = [*ex.head, f"[… {ex.left_out:,} lines left out …]", *ex.tail]
         link = f"first and last {EXCERPT_LINES} lines"
     else:
         what, body, link = f"all {ex.lines:,} lines", ex.head + ex.tail, "read"
-    cut = f", each cut to {EXCERPT_WIDTH} characters" if any(
-        line.endswith("…") for line in body) else ""
-    head = (f"{plain}: {what}{cut} ({_size(ex.plain_bytes)}). The whole file is {gz} "
-            f"({_size(path.stat().st_size)}) beside this one: `zcat {gz} | less`.")
-    return Readable(ex.plain_bytes, plain + ".excerpt.txt", link,
-                    "\n".join([head, "", *body, ""]))
+    cut = f", each cut to {EXCERPT_WIDTH} characters" if ex.cut else ""
+    head = (f"{plain}: {what}{cut} ({_size(ex.plain_bytes)} uncompressed). The whole file is "
+            f"{path.name} ({_size(path.stat().st_size)}) beside this one: "
+            f"`zcat {path.name} | less`.")
+    return Readable(ex.plain_bytes, plain + ".excerpt.txt", link, "\n".join([head, "", *body, ""]))
 
 
 def _rows(pairs: list[tuple[str, str]]) -> str:
