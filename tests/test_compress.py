@@ -307,3 +307,42 @@ def test_an_excerpt_is_bounded_however_long_its_lines(tmp_path: Path) -> None:
     assert (ex.lines, ex.left_out, ex.cut) == (3, 0, True)
     assert ex.head == [("[" + "1," * 25)[:50] + "…", "second"] and ex.tail == ["third"]
     assert ex.plain_bytes == 1 + 2 * (4 << 20) + 2 + 1 + 8 + 5
+
+
+VERBOSE = '''
+    def log_message(self, format: str, *args: object) -> None:  # a line per request, ~1 KB
+        sys.stderr.write(f"{self.address_string()} {format % args} {self.headers!r} "
+                         + "detail " * 120 + "\\n")
+'''
+
+
+@pytest.mark.postgres
+def test_a_real_run_whose_subject_logs_every_request(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "benchmarks" / "tinyhttp", bench / "tinyhttp")
+    shutil.copy(ROOT / "benchmarks" / "tinyhttp.py", bench / "tinyhttp.py")
+    server = bench / "tinyhttp" / "server.py"
+    quiet = "    def log_message(self, *args: object) -> None:\n        pass\n"
+    assert quiet in server.read_text()
+    server.write_text(server.read_text().replace(quiet, VERBOSE))
+    results = tmp_path / "results"
+    done = perfpages("bench", "run", "--suite", "tinyhttp", "--blocks", "calls", "--rounds", "1",
+                     "--suites", str(bench), "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    log = run_dir / "diagnostics/calls/fast/server.log.gz"
+    assert log.is_file() and not log.with_suffix("").exists()
+    assert read_manifest(run_dir).files[log.relative_to(run_dir).as_posix()] == \
+        hashlib.sha256(log.read_bytes()).hexdigest()
+    text = files.read_text(run_dir, "diagnostics/calls/fast/server.log")
+    assert len(text) > writer.COMPRESS_ABOVE and '"GET /item?id=' in text
+    checked = perfpages("bench", "verify", "--results", str(results))
+    assert checked.returncode == 0, checked.stderr
+    assert re.fullmatch(rf"ok: {run_dir.name} \(complete\) · \d+ files · [\d.]+ KiB "
+                        r"\([\d.]+ (KiB|MiB) uncompressed\)\n", checked.stdout)
+    assert diagnostics.summary_lines(run_dir)  # the collected summaries read as before
+    site, _ = build_site(tmp_path / "project", {"index.md": "# x\n"}, results)
+    page = (site / "runs" / run_dir.name / "index.html").read_text()
+    assert "server.log.gz</a> (<a href=" in page
+    excerpt = site / "runs" / run_dir.name / "diagnostics/calls/fast/server.log.excerpt.txt"
+    assert '"GET /item?id=' in excerpt.read_text() and "listening" in excerpt.read_text()
