@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from perfpages.analysis import report
+from perfpages.archive import files
 from perfpages.archive.reader import FLOOR_LABEL, open_run, verify
 from perfpages.run.runner import Options, run
 from sites import quiet
@@ -86,8 +87,8 @@ def test_open_loop_offers_a_share_of_the_capacity_measured_in_the_turn(http_run:
 
 
 def test_cold_path_keeps_every_request(http_run: Path) -> None:
-    sample = http_run / "samples/cold/slow/r1-call-health.csv"
-    rows = list(csv.DictReader(sample.read_text().splitlines()))
+    sample = files.read_text(http_run, "samples/cold/slow/r1-call-health.csv")  # or .csv.gz
+    rows = list(csv.DictReader(sample.splitlines()))
     window = next(w for w in open_run(http_run).measured if w.block == "cold")
     assert len(rows) == window.requests and all(row["status"] == "200" for row in rows)
     cold = json.loads((http_run / "diagnostics/cold/slow/r1-call-health-cold-path.json")
@@ -106,7 +107,7 @@ def test_floors_flamegraph_logs_and_nothing_left(http_run: Path, leftovers: Left
     assert shares["samples"] >= 20 and sum(shares["shares_pct"].values()) == pytest.approx(100)
     assert shares["shares_pct"]["Work"] > 0
     assert (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text().startswith("<svg")
-    assert (http_run / "diagnostics/calls/fast/server.log").read_text().count("listening") == 2
+    assert files.read_text(http_run, "diagnostics/calls/fast/server.log").count("listening") == 2
     assert subjects(session_tmp) == [] and leftovers() == []
 
 
@@ -139,5 +140,6 @@ def test_queryapigate_smoke(tmp_path: Path) -> None:
     assert set(calls) == {"lookup-plain", "lookup-governed", "page", "write"}
     for w in calls.values():
         assert w.status == "ok" and w.requests and set(w.codes) == {"200"}, (w.params, w.codes)
-    text = "\n".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
+    text = "\n".join(files.read_text(run_dir, p.relative_to(run_dir).as_posix())
+                     for p in run_dir.rglob("*") if p.is_file())  # .gz files decompressed
     assert "qag-bench-plain" not in text  # the keys never reach the archive

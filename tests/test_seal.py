@@ -95,7 +95,9 @@ def test_runs_archived_before_sealing_verify_with_a_note(
                                Console(file=sys.stdout))
     out = capsys.readouterr()
     assert code == 0 and out.err == ""
-    assert out.out.splitlines() == [f"ok: {LEGACY.name} (complete)",
+    size = verify(tmp_path / LEGACY.name).size
+    assert size is not None and size.files == 2 and not size.compressed
+    assert out.out.splitlines() == [f"ok: {LEGACY.name} (complete) · {size.text()}",
                                     f"note: {LEGACY.name}: unsealed (archived before sealing)"]
 
 
@@ -181,7 +183,9 @@ def test_the_command_line_verifies_and_refuses(scratch_run: Path) -> None:
                                "--results", str(results)], capture_output=True, text=True)
 
     ok = invoke(scratch_run.parent)
-    assert ok.returncode == 0 and ok.stdout == f"ok: {scratch_run.name} (complete)\n"
+    assert ok.returncode == 0, ok.stderr
+    assert re.fullmatch(rf"ok: {scratch_run.name} \(complete\) · \d+ files · [\d.]+ KiB\n",
+                        ok.stdout)
     edit_manifest(scratch_run, lambda m: m["method"].update(rounds=4))
     edited = invoke(scratch_run.parent)
     assert edited.returncode == 1 and "Traceback" not in edited.stderr

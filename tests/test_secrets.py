@@ -6,11 +6,13 @@ the site built from it."""
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
 import pytest
 
+from perfpages.archive import files, writer
 from perfpages.archive.reader import verify
 from perfpages.archive.secrets import MASK, Redactor, dsn_password, masked_env
 from perfpages.run.runner import Options, run
@@ -75,17 +77,34 @@ def test_a_run_and_its_site_hold_no_secret(tmp_path: Path,
     shutil.copytree(ROOT / "benchmarks" / "tiny", bench / "tiny")
     command = ("invoke bench.run --suite leaky --dsn=postgresql://u:cmd-secret-3@h/db "
                "--note env-secret-4")
+    monkeypatch.setattr(writer, "COMPRESS_ABOVE", 256)  # logs and plans are stored as .gz
     run_dir = run(Options(suite="leaky", benchmarks=bench, results=tmp_path / "results",
                           command=command), quiet())
     assert verify(run_dir) == []
-    logs = list(run_dir.glob("diagnostics/postgresql-*.log"))
-    assert any("= '***'" in p.read_text() for p in logs)  # the statement, redacted
-    plans = list(run_dir.glob("diagnostics/*/*/explain-leak.json"))
-    assert plans and all("***" in p.read_text() for p in plans)
+    logs = files.names(run_dir, "diagnostics/postgresql-*.log")
+    assert any("= '***'" in files.read_text(run_dir, p) for p in logs)  # the statement, redacted
+    plans = files.names(run_dir, "diagnostics/*/*/explain-leak.json")
+    assert plans and all("***" in files.read_text(run_dir, p) for p in plans)
     site, _ = build_site(tmp_path / "project", {"index.md": "# x\n"}, tmp_path / "results")
     for root in (run_dir, site):
+        assert list(root.rglob("*/postgresql-*.log.gz"))  # the grep below looks inside them
         for path in root.rglob("*"):
-            if path.is_file():
-                data = path.read_bytes()
-                leaked = [s for s in secrets if s.encode() in data]
-                assert not leaked, f"{path.relative_to(root)} holds {leaked}"
+            leaked = leaks(path, secrets)
+            assert not leaked, f"{path.relative_to(root)} holds {leaked}"
+
+
+def leaks(path: Path, secrets: list[str]) -> list[str]:
+    """The secrets in a file's bytes and, for a .gz, in the bytes it decompresses to."""
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data += b"\0" + gzip.decompress(data)
+    return [s for s in secrets if s.encode() in data]
+
+
+def test_the_grep_looks_inside_compressed_files(tmp_path: Path) -> None:
+    (tmp_path / "a.log.gz").write_bytes(files.gzip_bytes(b"x" * 4096 + b"env-secret-4"))
+    assert leaks(tmp_path / "a.log.gz", ["env-secret-4", "other"]) == ["env-secret-4"]
+    (tmp_path / "b.log.gz").write_bytes(files.gzip_bytes(b"x" * 4096 + b"***"))
+    assert leaks(tmp_path / "b.log.gz", ["env-secret-4"]) == []

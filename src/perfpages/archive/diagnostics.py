@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from perfpages.archive import files
+
 
 def summary_lines(run_dir: Path) -> list[str]:
     """One short paragraph per block and label, for `bench report`."""
     out = []
-    for path in sorted((run_dir / "diagnostics").glob("*/*/summary.json")):
-        block, label = path.parent.parent.name, path.parent.name
-        data = json.loads(path.read_text())
+    for name in files.names(run_dir, "diagnostics/*/*/summary.json"):
+        block, label = name.split("/")[1:3]
+        data = json.loads(files.read_text(run_dir, name))
         db = data.get("database", {})
         ratio = db.get("buffer_hit_ratio")
         parts = [f"buffer hit ratio {ratio:.2%}" if ratio is not None else "no buffer reads",

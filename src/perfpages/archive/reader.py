@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfpages.archive import completeness, schema, seal
+from perfpages.archive import completeness, files, schema, seal
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.seal import (  # noqa: F401 (re-exported: the names readers import)
     LOCK_FILE,
@@ -237,25 +237,31 @@ def _scan(run_dir: Path, manifest: Manifest) -> tuple[list[Window], list[Archive
 
 class Problems(list[ArchiveError]):
     """A run's problems, in the order to read them; `notes` holds what is no problem but worth
-    saying (a run archived before sealing, a declared block that never ran)."""
+    saying (a run archived before sealing, a declared block that never ran), `size` what the
+    run holds."""
 
-    def __init__(self, problems: list[ArchiveError], notes: list[str]) -> None:
+    def __init__(self, problems: list[ArchiveError], notes: list[str],
+                 size: files.Size | None = None) -> None:
         super().__init__(problems)
         self.notes = notes
+        self.size = size
 
 
 def verify(run_dir: Path | str) -> Problems:
-    """Every problem of one run directory (files and seal, schema, values, completeness);
-    empty when intact."""
+    """Every problem of one run directory (files and seal, schema, values, completeness, each
+    .gz decompressing within its bound); empty when intact."""
     run_dir = Path(run_dir)
     try:
         manifest = read_manifest(run_dir)
     except ArchiveError as exc:
         return Problems([exc], [])
     windows, problems, _ = _scan(run_dir, manifest)
-    files, notes = seal.check(run_dir, manifest)
-    unique = {str(p): p for p in _ordered(run_dir, problems, files)}  # a link is named once
-    return Problems(list(unique.values()), lifecycle_notes(run_dir, manifest, windows) + notes)
+    stored, notes = seal.check(run_dir, manifest)
+    # A .gz already named (changed since sealing, a link) is not inflated to say it again.
+    size, unreadable = files.check(run_dir, skip={p.where or "" for p in stored})
+    unique = {str(p): p for p in _ordered(run_dir, problems, stored + unreadable)}
+    return Problems(list(unique.values()), lifecycle_notes(run_dir, manifest, windows) + notes,
+                    size)
 
 
 def _ordered(run_dir: Path, lines: list[ArchiveError],

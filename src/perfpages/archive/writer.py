@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from perfpages.archive import completeness, schema, seal
+from perfpages.archive import completeness, files, schema, seal
 from perfpages.archive.manifest import Manifest, Status
 from perfpages.archive.reader import (
     FLOOR_LABEL,
@@ -32,6 +32,18 @@ from perfpages.archive.reader import (
 from perfpages.archive.secrets import Redactor
 from perfpages.archive.window import Window, check_values
 from perfpages.errors import ArchiveError
+
+# Files under these folders larger than COMPRESS_ABOVE are stored as NAME.gz (files.gzip_bytes).
+# The queryapigate run of 2026-11-30 was 48 MB, 45 MB of it three per-request server logs and
+# four samples CSVs (0.5-0.8 MB each); below 256 KiB (summaries, plans, flame graphs) a file
+# stays plain, for `cat`, diffs and the browser, and compressing it would save little.
+COMPRESSED_DIRS = ("diagnostics", "samples")
+COMPRESS_ABOVE = 256 << 10
+
+
+def compressible(relative: str, size: int) -> bool:
+    return (relative.split("/", 1)[0] in COMPRESSED_DIRS and size > COMPRESS_ABOVE
+            and not relative.endswith(files.GZ))
 
 
 def utc_now() -> str:
@@ -218,25 +230,57 @@ class ArchiveWriter:
         self._shapes.append(replace(window, latency=None, metrics={}))
 
     def write_file(self, relative: str, content: str | bytes) -> Path:
-        """Store a sample or diagnostic file (e.g. 'diagnostics/lookup/statements.json')."""
+        """Store a sample or diagnostic file (e.g. 'diagnostics/lookup/statements.json'),
+        redacted, then compressed as NAME.gz when `compressible`; returns the path written."""
         target = (self.run_dir / relative).resolve()
         if self.run_dir.resolve() not in target.parents or target.name in (RUN_FILE, SEAL_FILE):
             raise ArchiveError(f"refusing to write {relative!r} outside the run's files",
                                where=self.run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        target.write_bytes(self.redactor.data(data))
+        data = self.redactor.data(data)  # on the plain text: a .gz hides nothing from it
+        packed = target.with_name(target.name + files.GZ)
+        if compressible(relative, len(data)):
+            write_bytes_atomic(packed, files.gzip_bytes(data))
+            target.unlink(missing_ok=True)  # a rewrite replaces either form
+            return packed
+        target.write_bytes(data)
+        packed.unlink(missing_ok=True)
         return target
 
     def redact_files(self) -> None:
         """Files written beside the writer (a subject's server log) are redacted before the
-        run is closed: no secret reaches the checksums, the seal or the site."""
+        run is closed: no secret reaches the checksums, the seal or the site. A .gz is
+        redacted inside (its plain text), and rewritten only when that changed it."""
         for path in sorted(self.run_dir.rglob("*")):
             if path.is_file() and not path.is_symlink() and path.parent != self.run_dir:
+                if path.name.endswith(files.GZ):
+                    data = b"".join(files.chunks(path))
+                    clean = self.redactor.data(data)
+                    if clean != data:
+                        write_bytes_atomic(path, files.gzip_bytes(clean))
+                    continue
                 data = path.read_bytes()
                 clean = self.redactor.data(data)
                 if clean != data:
                     write_bytes_atomic(path, clean)
+
+    def compress_files(self) -> None:
+        """Store the large files written beside the writer as NAME.gz once the run is final (a
+        subject appends to its server log turn after turn, and a resumed run goes on
+        appending). A plain file beside its .gz is what an interrupted call left, and is whole:
+        it replaces the .gz."""
+        for folder in COMPRESSED_DIRS:
+            for stale in (self.run_dir / folder).rglob(".*.tmp"):  # a killed call's leftovers
+                stale.unlink()
+            for path in sorted((self.run_dir / folder).rglob("*")):
+                relative = path.relative_to(self.run_dir).as_posix()
+                if path.is_symlink() or not path.is_file() or path.name.startswith(".") or \
+                        not compressible(relative, path.stat().st_size):
+                    continue
+                write_bytes_atomic(path.with_name(path.name + files.GZ),
+                                   files.gzip_bytes(path.read_bytes()))
+                path.unlink()
 
     @property
     def windows(self) -> list[Window]:
@@ -262,9 +306,11 @@ class ArchiveWriter:
                                        f"{self.manifest.id}`")
             for stale in self.run_dir.glob(f".{RUN_FILE}.*.tmp"):  # a killed writer's leftovers
                 stale.unlink()
-        files = archived_files(self.run_dir) if status == "complete" else {}
+        if status in ("complete", "failed"):  # final: nothing appends to a log any more
+            self.compress_files()
+        sums = archived_files(self.run_dir) if status == "complete" else {}
         self.manifest = replace(self.manifest, status=status, ended=ended or utc_now(),
-                                files=files, format_version=schema.FORMAT_VERSION)
+                                files=sums, format_version=schema.FORMAT_VERSION)
         write_json_atomic(self.run_dir / RUN_FILE, self.manifest.to_json())
         if status != "complete":
             self.lock.release()

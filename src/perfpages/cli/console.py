@@ -17,6 +17,7 @@ from rich.text import Text
 from perfpages.analysis import report, saturation
 from perfpages.analysis.cite import cite
 from perfpages.analysis.method import format_percent
+from perfpages.archive.files import Size
 from perfpages.archive.reader import (
     Run,
     failure,
@@ -283,7 +284,8 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
 
 def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
     """Verify one run, or every run when none is named; one line per problem, and the notes of
-    an intact run (archived before sealing, a declared block that never ran)."""
+    an intact run (archived before sealing, a declared block that never ran); each intact run's
+    size, and all runs' when there are several."""
     if not Path(results_dir).is_dir():
         raise ArchiveError("no such results directory", where=results_dir,
                            fix="pass the directory that holds the runs with --results")
@@ -291,18 +293,22 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
     if not runs:
         console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
-    failures = 0
+    failures, total = 0, Size()
     for path in runs:
         problems = verify(path)
+        total += problems.size or Size()
         if problems:
             failures += 1
             for problem in problems:
                 print(f"error: {problem}", file=sys.stderr)
         else:
             status = read_manifest(path).status
-            console.print(_escape(f"ok: {path.name} ({status})"))
+            size = f" · {problems.size.text()}" if problems.size else ""
+            console.print(_escape(f"ok: {path.name} ({status}){size}"))
             for note in problems.notes:
                 console.print(_escape(f"note: {path.name}: {note}"))
+    if len(runs) > 1:
+        console.print(_escape(f"total: {len(runs)} runs · {total.text()}"))
     return 1 if failures else 0
 
 

@@ -21,6 +21,7 @@ from perfpages.analysis import decision
 from perfpages.analysis.decision import Cell, false_positive_rate
 from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import format_number, info
+from perfpages.archive import files
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.macros import cell_text
@@ -231,7 +232,8 @@ class Facts:
                      run: str | None) -> tuple[Any, str]:
         loaded = self._run(run)
         root = loaded.path / "diagnostics"
-        blocks = sorted({p.parent.parent.name for p in root.glob("*/*/*.json")})
+        stored = [n.split("/") for n in files.names(loaded.path, "diagnostics/*/*/*.json")]
+        blocks = sorted({parts[1] for parts in stored})
         if not blocks:
             raise AnalysisError(f"run {loaded.manifest.id} has no per-block diagnostics",
                                 fix="bench.run writes them under diagnostics/BLOCK/LABEL/")
@@ -244,13 +246,12 @@ class Facts:
         if label not in labels:
             raise AnalysisError(f"name a label with diagnostics, not {label!r}",
                                 fix=f"use label= one of: {', '.join(labels)}")
-        path = root / block / label / f"{file}.json"
-        if not path.is_file():
-            names = sorted(p.stem for p in (root / block / label).glob("*.json"))
+        rel = f"diagnostics/{block}/{label}/{file}.json"
+        if files.locate(loaded.path, rel) is None:
+            names = sorted(p[3].removesuffix(".json") for p in stored if p[1:3] == [block, label])
             raise AnalysisError(f"no diagnostics file {file!r} for {block}/{label}",
                                 fix=f"use file= one of: {', '.join(names)}")
-        rel = path.relative_to(loaded.path).as_posix()
-        return json.loads(path.read_text(encoding="utf-8")), f"{loaded.manifest.id}/{rel}"
+        return json.loads(files.read_text(loaded.path, rel)), f"{loaded.manifest.id}/{rel}"
 
     def diagnostic(self, key: str, *, block: str | None = None, label: str | None = None,
                    run: str | None = None, file: str = "summary", digits: int | None = None,

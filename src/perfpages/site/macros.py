@@ -13,6 +13,7 @@ from typing import Any
 from perfpages.analysis.decision import Cell, Change
 from perfpages.analysis.method import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
+from perfpages.archive import files
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
@@ -188,9 +189,9 @@ class Macros:
         wanted = [label] if isinstance(label, str) else list(label or loaded.manifest.labels)
         found: dict[str, dict[str, Any]] = {}
         for name in wanted:
-            path = loaded.path / "diagnostics" / block / path_part(name) / "cpu-shares.json"
-            if path.is_file():
-                found[name] = json.loads(path.read_text())
+            rel = f"diagnostics/{block}/{path_part(name)}/cpu-shares.json"
+            if files.locate(loaded.path, rel) is not None:
+                found[name] = json.loads(files.read_text(loaded.path, rel))
         if not found:
             raise AnalysisError(f"no CPU shares for block {block!r} in run {alias!r}",
                                 fix="profile the block (HttpBlockSpec(flamegraph=True))")

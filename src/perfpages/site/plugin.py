@@ -98,6 +98,8 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
                                         inclusion=InclusionLevel.NOT_IN_NAV))
             for site_path, source in entry.files.items():
                 files.append(File.generated(config, site_path, abs_src_path=str(source)))
+            for site_path, text in entry.texts.items():  # compressed files, readable
+                files.append(File.generated(config, site_path, content=text))
         files.append(File.generated(config, f"{runpage.PREFIX}/index.md",
                                     content=runpage.index(entries)))
         return files

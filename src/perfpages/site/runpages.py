@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import (
     RUN_FILE,
@@ -29,6 +30,12 @@ from perfpages.site import escape
 from perfpages.site.store import code_hash
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
+# A compressed file is published as its .gz and, to read in the browser, a text file with its
+# first and last EXCERPT_LINES lines (each cut to EXCERPT_WIDTH characters): the 21 MiB server
+# log of the queryapigate run becomes ~70 KiB of site, not 21 MiB. An image is read whole.
+EXCERPT_LINES = 200
+EXCERPT_WIDTH = 400
+WHOLE = (".svg",)
 
 
 @dataclass
@@ -38,22 +45,64 @@ class RunEntry:
     files: dict[str, Path] = field(default_factory=dict)  # site path -> archived file
     manifest: Manifest | None = None
     problem: str | None = None  # why the run could not be read
+    texts: dict[str, str] = field(default_factory=dict)  # site path -> generated (readable)
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+_size = stored.size_text
+
+
+@dataclass
+class Readable:
+    """A compressed file as the site shows it: its plain size, and a copy a browser reads."""
+
+    plain_bytes: int
+    name: str  # the copy's path in the run's folder on the site
+    link: str  # what the run page calls it
+    text: str
+
+
+def readable(run: Run) -> dict[str, Readable]:
+    """Each .gz of a run (by its path in the run), read once: excerpts of long text, an image
+    whole. A copy whose name an archived file already has is left out."""
+    taken = {p.relative_to(run.path).as_posix() for p in run.path.rglob("*")}
+    out = {}
+    for path in sorted(run.path.rglob("*" + stored.GZ)):
+        rel = path.relative_to(run.path).as_posix()
+        plain = stored.plain_name(rel)
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        if plain.endswith(WHOLE):
+            data = stored.read_bytes(run.path, rel)
+            shown = Readable(len(data), plain, "view", data.decode("utf-8", errors="replace"))
+        else:
+            shown = _excerpt(path, plain)
+        if shown.name not in taken:
+            out[rel] = shown
+    return out
+
+
+def _excerpt(path: Path, plain: str) -> Readable:
+    ex = stored.excerpt(path, EXCERPT_LINES, EXCERPT_WIDTH)
+    if ex.left_out:
+        what = f"the first {len(ex.head):,} and the last {len(ex.tail):,} of its {ex.lines:,} lines"
+        body = [*ex.head, f"[… {ex.left_out:,} lines left out …]", *ex.tail]
+        link = f"first and last {EXCERPT_LINES} lines"
+    else:
+        what, body, link = f"all {ex.lines:,} lines", ex.head + ex.tail, "read"
+    cut = f", each cut to {EXCERPT_WIDTH} characters" if ex.cut else ""
+    head = (f"{plain}: {what}{cut} ({_size(ex.plain_bytes)} uncompressed). The whole file is "
+            f"{path.name} ({_size(path.stat().st_size)}) beside this one: "
+            f"`zcat {path.name} | less`.")
+    return Readable(ex.plain_bytes, plain + ".excerpt.txt", link, "\n".join([head, "", *body, ""]))
 
 
 def _rows(pairs: list[tuple[str, str]]) -> str:
     return "\n".join(f"- **{escape.md(k)}**: {v}" for k, v in pairs)
 
 
-def render(run: Run, site_url: str) -> str:
-    """The Markdown of one run's page; every value from the archive is escaped."""
+def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) -> str:
+    """The Markdown of one run's page (`shown`: its `readable` files, read when not given);
+    every value from the archive is escaped."""
     from perfpages.analysis import report  # pandas: only when a page is not in the cache
     from perfpages.analysis.cite import cite
 
@@ -100,7 +149,7 @@ def render(run: Run, site_url: str) -> str:
                                                               for k, v in settings.items())), ""]
     if data:
         out += _results(data)
-    out += _files(run)
+    out += _files(run, readable(run) if shown is None else shown)
     if m.status == "complete":
         out += ["## Cite", "", "Paste into a pull request (`invoke bench.cite` prints the same):",
                 "", escape.fence(cite(run, site_url, data), "markdown"), ""]
@@ -132,22 +181,29 @@ def _results(data: dict[str, object]) -> list[str]:
     return out
 
 
-def _files(run: Run) -> list[str]:
+def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
     files = sorted(p for p in run.path.rglob("*") if p.is_file() and not p.name.startswith("."))
     sums = run.manifest.files
+
+    def link(rel: str) -> str:  # a compressed file links its readable copy too
+        out = f"[{escape.md(rel)}]({quote(run.id)}/{quote(rel)})"
+        copy = shown.get(rel)
+        return out if copy is None else \
+            f"{out} ([{escape.md(copy.link)}]({quote(run.id)}/{quote(copy.name)}))"
+
     rows = []
     for p in files:
         rel = p.relative_to(run.path).as_posix()
-        link = f"[{escape.md(rel)}]({quote(run.id)}/{quote(rel)})"
         digest = sums.get(rel) or ("(lists the others)" if rel == RUN_FILE else "—")
-        rows.append([link, escape.md(_size(p.stat().st_size)), escape.code(digest)])
+        size = _size(p.stat().st_size)
+        if rel in shown:
+            size += f" ({_size(shown[rel].plain_bytes)} uncompressed)"
+        rows.append([link(rel), escape.md(size), escape.code(digest)])
     out = ["## Files", "", escape.table(["file", "size", "sha256"], rows), ""]
     diagnostics = [p for p in files if p.relative_to(run.path).parts[0] == "diagnostics"]
     if diagnostics:
-        out = ["## Diagnostics", "", *[
-            f"- [{escape.md(p.relative_to(run.path).as_posix())}]"
-            f"({quote(run.id)}/{quote(p.relative_to(run.path).as_posix())})"
-            for p in diagnostics], "", *out]
+        out = ["## Diagnostics", "", *[f"- {link(p.relative_to(run.path).as_posix())}"
+                                       for p in diagnostics], "", *out]
     return out
 
 
@@ -176,20 +232,28 @@ class RunPages:
         try:
             manifest = read_manifest(run_dir)
             cache = self._cache_path(run_dir) if manifest.status == "complete" else None
+            copies = cache.with_suffix(".texts.json") if cache is not None else None
             if cache is not None and cache.is_file() and \
                     archived_files(run_dir) == manifest.files:
                 text = cache.read_text(encoding="utf-8")
+                texts = json.loads(copies.read_text(encoding="utf-8")) \
+                    if copies is not None and copies.is_file() else {}
             else:  # not cached, or its files changed: open_run names the problem
-                text = render(open_run(run_dir), self.site_url)
-                if cache is not None:
+                run = open_run(run_dir)
+                shown = readable(run)
+                text = render(run, self.site_url, shown)
+                texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
+                if cache is not None and copies is not None:
                     cache.parent.mkdir(parents=True, exist_ok=True)
+                    if texts:  # before the page: a cached page always has its copies
+                        write_text_atomic(copies, json.dumps(texts))
                     write_text_atomic(cache, text)  # never half a page for the next build
         except PerfpagesError as exc:
             text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
                     f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
                     f"    {escape.md(exc)}\n")
             return RunEntry(run_dir.name, text, problem=str(exc))
-        return RunEntry(run_dir.name, text, _site_files(run_dir), manifest)
+        return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts)
 
     def entries(self) -> list[RunEntry]:
         return [self.entry(d) for d in find_runs(self.results_dir)]
