@@ -122,6 +122,17 @@ def test_every_cell_and_change_of_both_runs_is_compared(project: Path) -> None:
     assert data["differences"] == [] and not data["replay"]
 
 
+def test_a_run_of_one_label_has_no_change_to_compare(project: Path) -> None:
+    demo = open_run(project / "results" / DEMO).manifest
+    one = replace(demo, labels={"v1.0": demo.labels["v1.0"]})
+    cells = {("callers", "call=lookup, callers=32", "v1.0", "throughput"): Cell((1, 2, 3))}
+    data = analysis.compare_cells(one, cells, replace(one, id=SAME),
+                                  {k: Cell((2, 3, 4)) for k in cells})
+    assert data["lines"] == [f"1 of 1 cells' ranges overlap on run {SAME}",
+                             "no change between labels to compare",
+                             "median deviation of the cells' medians: 50 %"]
+
+
 def test_runs_of_two_suites_or_one_run_twice_are_refused(project: Path) -> None:
     one = open_run(project / "results" / DEMO)
     with pytest.raises(AnalysisError, match=f"run {ELSEWHERE} is of suite 'other'"):
@@ -238,8 +249,8 @@ def test_the_macro_and_the_condition_read_the_other_pages(project: Path,
                                 store=store, docs=site)
     text = rendered.markdown
     assert f"- 1 of 2 claims hold on run {AGAIN}" in text
-    assert "#### Cells whose ranges do not overlap" in text
-    assert "#### Changes whose verdict changed" in text
+    assert "### Cells whose ranges do not overlap" in text
+    assert "### Changes whose verdict changed" in text
     assert "- " + FAILING.replace('"', "&#34;") in text
     assert [c.holds for c in rendered.claims] == [True, False]
     assert rendered.claims[1].condition.expected == (

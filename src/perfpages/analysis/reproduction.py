@@ -97,6 +97,21 @@ def _pair(m: Manifest, cells: Mapping[Key, Cell], base: Key, other: str) -> Chan
     return Change(base[3], a, b, m.method.min_rounds) if a and b else None
 
 
+def _table_order(cells: Mapping[Key, Cell], m: Manifest,
+                 shown: Mapping[str, list[str]]) -> list[Key]:
+    """The cells the report tables, as its tables read: block, parameters, then each label's
+    metrics."""
+    blocks = list(dict.fromkeys(k[0] for k in cells))
+    params = list(dict.fromkeys(k[1] for k in cells))
+    labels = list(m.labels)  # measured windows have declared labels only (archive.reader)
+
+    def rank(k: Key) -> tuple[int, int, int, int]:
+        return (blocks.index(k[0]), params.index(k[1]), labels.index(k[2]),
+                shown[k[0]].index(k[3]))
+
+    return sorted((k for k in cells if k[3] in shown[k[0]]), key=rank)
+
+
 def check_pair(original: Manifest, second: Manifest) -> None:
     """Two runs a reproduction compares: two runs of one suite (machines may differ)."""
     if original.suite != second.suite:
@@ -124,12 +139,11 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
     present: dict[str, set[str]] = {}
     for block, _, _, metric in a:
         present.setdefault(block, set()).add(metric)
-    shown = {block: set(table_metrics(original, block, metrics))
-             for block, metrics in present.items()}
+    shown = {block: table_metrics(original, block, metrics) for block, metrics in present.items()}
     cells = []
-    for key, cell in a.items():
-        other = b.get(key)
-        if other is None or key[3] not in shown[key[0]]:
+    for key in _table_order(a, original, shown):
+        cell, other = a[key], b.get(key)
+        if other is None:
             continue
         ratio = Change(key[3], cell, other).ratio
         cells.append({"block": key[0], "parameters": key[1], "label": key[2], "metric": key[3],
@@ -137,13 +151,13 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
                       "second": _stats(other), "ratio": ratio if isfinite(ratio) else None,
                       "overlap": decision.reproduces(cell, other)})
     changes = []
+    pairs = label_pairs(original)
     for block in dict.fromkeys(k[0] for k in a):
         params = list(dict.fromkeys(k[1] for k in a if k[0] == block))
-        metrics = [m for m in table_metrics(original, block, present[block])
-                   if info(m).higher_is_better is not None]
+        metrics = [m for m in shown[block] if info(m).higher_is_better is not None]
         for pkey in params:
             for metric in metrics:
-                for base, other_label, aa in label_pairs(original):
+                for base, other_label, aa in pairs:
                     one = _pair(original, a, (block, pkey, base, metric), other_label)
                     two = _pair(second, b, (block, pkey, base, metric), other_label)
                     if one is None or two is None:
@@ -157,7 +171,7 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
     summary = {"cells": len(cells), "cells_overlap": sum(c["overlap"] for c in cells),
                "changes": len(changes), "changes_same": sum(c["same"] for c in changes),
                "median_deviation": median(deviations) if deviations else None}
-    wanted = {k for k in a if k[3] in shown.get(k[0], ())}
+    wanted = {k for k in a if k[3] in shown[k[0]]}
     return {
         "original": _side(original), "second": _side(second), "replay": is_replay,
         "name": name, "differences": fingerprint_differences(original, second),
@@ -172,9 +186,10 @@ def summary_lines(summary: Mapping[str, Any], name: str) -> list[str]:
     """The summary figures as sentences: "40 of 42 cells' ranges overlap on the replay"; the
     deviation is the median over the cells of |ratio − 1|, in percent."""
     deviation = summary["median_deviation"]
-    return [f"{summary['cells_overlap']} of {summary['cells']} cells' ranges overlap on {name}",
+    return [f"{summary['cells_overlap']} of {summary['cells']} cells' ranges overlap on {name}"
+            if summary["cells"] else f"no cell of the original is in {name}",
             f"{summary['changes_same']} of {summary['changes']} changes keep their verdict on "
-            f"{name}",
+            f"{name}" if summary["changes"] else "no change between labels to compare",
             "median deviation of the cells' medians: "
             + ("n/a" if deviation is None else f"{format_number(deviation)} %")]
 

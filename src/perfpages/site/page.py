@@ -152,7 +152,7 @@ class _Page:
         changes that did not reproduce, the other pages' claims on `second`."""
         if self.nested:
             return ""
-        return "\n\n" + repro.markdown(self._reproduce(original, second), level=4) + "\n"
+        return "\n\n" + repro.markdown(self._reproduce(original, second), level=3) + "\n"
 
     def reproduced(self, original: str, second: str, at_least: float = 0.9) -> Condition:
         """At least `at_least` of the claims of the other pages pinning `original` hold on

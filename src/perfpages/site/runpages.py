@@ -235,9 +235,10 @@ class RunPages:
         out = ["", "## Reproduction", ""]
         if original is not None:
             link = f"[{escape.md(original)}]({quote(original)}.md)"
-            out += [f"This run is a replay of {link} (`invoke bench.replay {original}` made "
-                    f"it). `invoke bench.replay {original} --claims-only {m.id}` prints the "
-                    "whole report.", ""]
+            out += [f"This run is a replay of {link}, made by "
+                    f"{escape.code(f'invoke bench.replay {original}')}; "
+                    f"{escape.code(f'invoke bench.replay {original} --claims-only {m.id}')} "
+                    "prints the whole report.", ""]
             data = self._reproduce(original, m.id) if (self.results_dir / original).is_dir() \
                 else f"run {original} is not archived in {self.results_dir.name}/"
             out += [escape.md(data), ""] if isinstance(data, str) else [
