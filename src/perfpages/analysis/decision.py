@@ -127,3 +127,20 @@ def saturated(throughput_gain: float, p95_rise: float, *, min_gain: float = MIN_
     """A knee: throughput grows by less than `min_gain` while p95 rises by more than `rise`
     (both fractions, e.g. 0.08 for +8 %)."""
     return throughput_gain < min_gain and p95_rise > rise
+
+
+def reproduces(original: Cell, second: Cell) -> bool:
+    """A cell reproduces on a second run of its suite when the two runs' ranges overlap: the
+    data do not show the runs differ (the rule of a change, read the other way)."""
+    return original.overlaps(second)
+
+
+def same_verdict(original: Change, second: Change) -> bool:
+    """A change keeps its verdict on a second run: the same verdict, whatever round counts a
+    "too few rounds (n < m)" names."""
+    return original.verdict.split(" (")[0] == second.verdict.split(" (")[0]
+
+
+def share_holds(held: int, total: int, at_least: float) -> bool:
+    """At least the fraction `at_least` of `total` held; with nothing to check, nothing holds."""
+    return total > 0 and held / total >= at_least

@@ -129,6 +129,26 @@ def cite(c: Context, run: str, results: str | None = None, site_url: str | None 
     _command(lambda cmd, out: cmd.print_cite(s.results, run, s.site_url))
 
 
+@task(positional=["run"], help={
+    "run": "the original run: id or unique part of it",
+    "claims_only": "compare with this existing run of the suite instead of replaying RUN",
+    "format": "term, md or json",
+    "fail_on": "claims: exit 1 when a claim of a page pinning RUN does not hold on the "
+               "replay, a line each on stderr (for CI)",
+    "results": RESULTS_HELP, "suites": SUITES_HELP})
+def replay(c: Context, run: str, claims_only: str | None = None, format: str = "term",
+           fail_on: str | None = None, results: str | None = None,
+           suites: str | None = None) -> None:
+    """Replay a run as recorded, then report which cells, verdicts and claims reproduce."""
+    from perfpages.cli import replay as command
+
+    s = _settings(results, suites)
+    line = " ".join([program_name(), *sys.argv[1:]])
+    _command(lambda cmd, out: command.print_reproduction(
+        s.results, run, claims_only, format, out, mkdocs=s.mkdocs, suites=s.suites,
+        fail_on=fail_on, command=line))
+
+
 @task
 def build(c: Context) -> None:
     """Build the site strictly into site/ (fails on any warning)."""
@@ -167,6 +187,7 @@ bench.add_task(list_, name="list")
 bench.add_task(report)
 bench.add_task(verify)
 bench.add_task(cite)
+bench.add_task(replay)
 
 docs = Collection("docs")
 docs.add_task(build)

@@ -19,6 +19,7 @@ import yaml
 
 from perfpages.errors import PerfpagesError
 from perfpages.site import escape, lint
+from perfpages.site import reproduction as repro
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
@@ -125,13 +126,43 @@ def _error_line(exc: BaseException, name: str) -> int | None:
 class _Page:
     """The state of one rendering: where it is, its claims, its namespace."""
 
-    def __init__(self, path: str, offset: int, pins: Pins, style: int = 1) -> None:
+    def __init__(self, path: str, offset: int, pins: Pins, style: int = 1,
+                 store: RunStore | None = None, docs: repro.Docs | None = None,
+                 nested: bool = False) -> None:
         self.path = path
         self.offset = offset
         self.claims: list[Claim] = []
+        self.pins, self.store, self.docs, self.nested = pins, store, docs, nested
+        self.reproductions: dict[tuple[str, str], dict[str, Any]] = {}
         self.namespace: dict[str, Any] = {**Macros(pins).namespace(), **Facts(pins).namespace(),
                                           **Plots(pins, style).namespace(),
-                                          **Conditions(pins).namespace(), "claim": self.claim}
+                                          **Conditions(pins).namespace(), "claim": self.claim,
+                                          "reproduction": self.reproduction,
+                                          "reproduced": self.reproduced}
+
+    def _reproduce(self, original: str, second: str) -> dict[str, Any]:
+        """The reproduction of one pinned run by another, with the claims of the other pages
+        pinning the first (made once per page)."""
+        if (original, second) not in self.reproductions:
+            ids = [self.pins.runs[self.pins.aliases(a)[0]].manifest.id for a in (original, second)]
+            assert self.store is not None
+            self.reproductions[original, second] = reproduce(
+                self.store, self.docs or repro.Docs.find(), ids[0], ids[1], skip=self.path)
+        return self.reproductions[original, second]
+
+    def reproduction(self, original: str, second: str) -> str:
+        """The reproduction of pinned run `original` by `second`: the summary, the cells and
+        changes that did not reproduce, the other pages' claims on `second`."""
+        if self.nested:
+            return ""
+        return "\n\n" + repro.markdown(self._reproduce(original, second), level=3) + "\n"
+
+    def reproduced(self, original: str, second: str, at_least: float = 0.9) -> Condition:
+        """At least `at_least` of the claims of the other pages pinning `original` hold on
+        `second`."""
+        if self.nested:
+            return repro.SKIPPED
+        return repro.condition(self._reproduce(original, second), at_least)
 
     def claim(self, sentence: str, condition: Condition) -> str:
         if not isinstance(condition, Condition):
@@ -173,8 +204,11 @@ def _annotate(text: str, claims: list[Claim]) -> str:
 
 
 def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: RunStore,
-           source: str | None = None) -> Rendered:
-    """Render a page's macros and claims; pages that pin no runs come back unchanged."""
+           source: str | None = None, docs: repro.Docs | None = None,
+           nested: bool = False) -> Rendered:
+    """Render a page's macros and claims; pages that pin no runs come back unchanged. `docs`
+    is where the site's other pages are (for `reproduction`; default: from mkdocs.yml);
+    `nested` renders a page for another's reproduction (see perfpages.site.reproduction)."""
     if source is not None and not meta:
         split(source, path)  # raises if MkDocs dropped front matter it could not parse
     aliases = parse_front_matter(meta, path)
@@ -183,7 +217,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
     style = chart_style(meta, path)
     pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
     warnings = [lint.message(path, offset + f.line, f.figure) for f in lint.check(body)]
-    page = _Page(path, offset, pins, style)
+    page = _Page(path, offset, pins, style, store, docs, nested)
     protected, saved = protect(body)
     try:
         template = _environment(path, protected).get_template(path)
@@ -208,7 +242,43 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
     return Rendered(_annotate(restore(text, saved), page.claims), page.claims, warnings)
 
 
-def render_file(file: Path, *, path: str, store: RunStore) -> Rendered:
+def render_file(file: Path, *, path: str, store: RunStore,
+                docs: repro.Docs | None = None) -> Rendered:
     source = file.read_text(encoding="utf-8-sig")
     meta, body, offset = split(source, path)
-    return render(body, meta, path=path, offset=offset, store=store, source=source)
+    return render(body, meta, path=path, offset=offset, store=store, source=source, docs=docs)
+
+
+def claims_on(docs: repro.Docs, store: RunStore, original: str, second: str, *,
+              skip: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every claim of every page under `docs` that pins run `original` (but page `skip`), on
+    the original and with the pin pointed at `second`; and the pages."""
+    items: list[dict[str, Any]] = []
+    pages = []
+    for file in docs.pages():
+        shown = docs.shown(file)
+        try:
+            source = file.read_text(encoding="utf-8-sig")
+            meta, body, offset = split(source, shown)
+        except (OSError, UnicodeDecodeError, PerfpagesError):
+            continue  # a page the build cannot read either: it pins nothing we can know of
+        if shown == skip or not repro.pins(meta, shown, original):
+            continue
+        pages.append(shown)
+        sides: list[list[Claim] | str] = []
+        for front in (meta, repro.swapped(meta, original, second)):
+            try:
+                sides.append(render(body, front, path=shown, offset=offset, store=store,
+                                    source=source, nested=True).claims)
+            except PerfpagesError as exc:
+                sides.append(str(exc))
+        items += repro.pair_claims(shown, *sides)
+    return items, pages
+
+
+def reproduce(store: RunStore, docs: repro.Docs, original: str, second: str, *,
+              skip: str | None = None) -> dict[str, Any]:
+    """The reproduction report of run `original` by run `second` as plain data: cells,
+    changes, and the claims of every page pinning `original` (but `skip`) on `second`."""
+    data = repro.compare(store.get(original), store.get(second))
+    return repro.with_claims(data, *claims_on(docs, store, original, second, skip=skip))

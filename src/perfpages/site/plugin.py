@@ -30,6 +30,7 @@ from perfpages.site import charts as chart
 from perfpages.site import page
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
+from perfpages.site.reproduction import Docs
 from perfpages.site.store import RunStore
 
 log = get_plugin_logger(__name__)
@@ -48,6 +49,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         self.root = Path.cwd()
         self.results_dir = self.root / "results"
         self.newest: dict[str, tuple[int, int, str]] = {}
+        self.docs: Docs | None = None
 
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"],
                    dirty: bool) -> None:
@@ -72,6 +74,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         if self.store is None or self.store.results_dir != self.results_dir or \
                 self.store.cache_dir != cache:
             self.store = RunStore(self.results_dir, cache)
+        self.docs = Docs(self.root, Path(config.docs_dir))
         if CSS not in config.extra_css:
             config.extra_css.append(CSS)
         return config
@@ -86,7 +89,8 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         if not self.config.run_pages:
             return files
         cache = self.root / ".cache" / "perfpages" if self.config.cache else None
-        pages = runpage.RunPages(self.results_dir, cache, config.site_url or "")
+        pages = runpage.RunPages(self.results_dir, cache, config.site_url or "",
+                                 store=self.store, docs=self.docs)
         entries = pages.entries()
         for entry in entries:
             if entry.problem:
@@ -137,7 +141,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         shown = os.path.relpath(src, self.root) if src else f"docs/{page.file.src_uri}"
         source = page.file.content_string
         try:
-            rendered = page_render(markdown, page.meta, shown, source, self.store)
+            rendered = page_render(markdown, page.meta, shown, source, self.store, self.docs)
         except PerfpagesError as exc:
             raise PluginError(str(exc)) from None
         for warning in rendered.warnings:
@@ -160,6 +164,7 @@ def _walk(items: list[Any]) -> list[Page]:
 
 
 def page_render(markdown: str, meta: dict[str, Any], shown: str, source: str,
-                store: RunStore) -> page.Rendered:
+                store: RunStore, docs: Docs | None = None) -> page.Rendered:
     return page.render(markdown, meta, path=shown.replace(os.sep, "/"),
-                       offset=page.offset_of(source, markdown), store=store, source=source)
+                       offset=page.offset_of(source, markdown), store=store, source=source,
+                       docs=docs)

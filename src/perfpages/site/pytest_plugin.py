@@ -215,6 +215,7 @@ class PageFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from perfpages.errors import PerfpagesError
         from perfpages.site.page import render_file
+        from perfpages.site.reproduction import Docs
 
         site = _site(self.config)
         assert site is not None
@@ -222,7 +223,8 @@ class PageFile(pytest.File):
         self.extra_keyword_matches.add(self.nodeid)  # -k docs/perf/v1.md, whatever the parent
         page = site.page_path(self.path)
         try:
-            rendered = render_file(self.path, path=page, store=site.store())
+            rendered = render_file(self.path, path=page, store=site.store(),
+                                   docs=Docs(site.base, site.docs))
         except PerfpagesError as exc:
             yield PageError.from_parent(self, name="page", error=str(exc))
             return

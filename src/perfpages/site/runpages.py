@@ -3,6 +3,10 @@
 A complete run never changes, so its page is cached on disk under the sha256 of its run.json
 (which lists the sha256 of every other file) and of this code; the files' checksums are still
 verified on every build, so a corrupted archive is never published as intact.
+
+The Reproduction section (a run's replays; on a replay, what reproduced) is never cached: it
+depends on runs archived later and on the pages' claims, so it is made on every build, from the
+runs' cached cells.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+from perfpages.analysis.reproduction import replay_of
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import (
@@ -26,8 +32,9 @@ from perfpages.archive.reader import (
 )
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import PerfpagesError
-from perfpages.site import escape
-from perfpages.site.store import code_hash
+from perfpages.site import escape, page
+from perfpages.site import reproduction as repro
+from perfpages.site.store import RunStore, code_hash
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
 # A compressed file is published as its .gz and, to read in the browser, a text file with its
@@ -215,11 +222,15 @@ def _site_files(run_dir: Path) -> dict[str, Path]:
 class RunPages:
     """Every run under results/ as a page; complete runs' pages are cached on disk."""
 
-    def __init__(self, results_dir: Path, cache_dir: Path | None, site_url: str) -> None:
+    def __init__(self, results_dir: Path, cache_dir: Path | None, site_url: str, *,
+                 store: RunStore | None = None, docs: repro.Docs | None = None) -> None:
         self.results_dir = Path(results_dir)
         self.cache_dir = cache_dir
         self.site_url = site_url
         self._code = code_hash()
+        self.store = store or RunStore(self.results_dir, cache_dir)
+        self.docs = docs  # the site's pages, for the claims of a replay (default: mkdocs.yml's)
+        self._reproduced: dict[tuple[str, str], dict[str, Any] | str] = {}
 
     def _cache_path(self, run_dir: Path) -> Path | None:
         if self.cache_dir is None:
@@ -256,7 +267,56 @@ class RunPages:
         return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts)
 
     def entries(self) -> list[RunEntry]:
-        return [self.entry(d) for d in find_runs(self.results_dir)]
+        entries = [self.entry(d) for d in find_runs(self.results_dir)]
+        replays: dict[str, list[str]] = {}
+        for e in entries:
+            original = replay_of(e.manifest) if e.manifest else None
+            if original:
+                replays.setdefault(original, []).append(e.id)
+        for e in entries:
+            if e.manifest is not None:
+                e.markdown += self.reproduction(e.manifest, replays.get(e.id, []))
+        return entries
+
+    def _reproduce(self, original: str, second: str) -> dict[str, Any] | str:
+        """The reproduction of `original` by `second`, or the one line why there is none."""
+        if (original, second) not in self._reproduced:
+            try:
+                docs = self.docs or repro.Docs.find()
+                result: dict[str, Any] | str = page.reproduce(self.store, docs, original,
+                                                                 second)
+            except PerfpagesError as exc:
+                result = str(exc)
+            self._reproduced[original, second] = result
+        return self._reproduced[original, second]
+
+    def reproduction(self, m: Manifest, replays: list[str]) -> str:
+        """The Reproduction section of a run's page: its replays, or what its replay of
+        another run reproduced; "" for a run that is neither."""
+        original = replay_of(m)
+        if original is None and not replays:
+            return ""
+        out = ["", "## Reproduction", ""]
+        if original is not None:
+            link = f"[{escape.md(original)}]({quote(original)}.md)"
+            out += [f"This run is a replay of {link}, made by "
+                    f"{escape.code(f'invoke bench.replay {original}')}; "
+                    f"{escape.code(f'invoke bench.replay {original} --claims-only {m.id}')} "
+                    "prints the whole report.", ""]
+            data = self._reproduce(original, m.id) if (self.results_dir / original).is_dir() \
+                else f"run {original} is not archived in {self.results_dir.name}/"
+            out += [escape.md(data), ""] if isinstance(data, str) else [
+                repro.markdown(data, level=3)]
+        if replays:
+            out += ["Replays of this run, with the same suite, pins, settings, method, scope "
+                    "and seed:", ""]
+        for replay in sorted(replays):
+            data = self._reproduce(m.id, replay)
+            out += [f"### [{escape.md(replay)}]({quote(replay)}.md)", ""]
+            out += [escape.md(data)] if isinstance(data, str) else [
+                f"- {escape.md(line)}" for line in data["lines"]]
+            out += [""]
+        return "\n".join(out)
 
 
 def index(entries: list[RunEntry]) -> str:

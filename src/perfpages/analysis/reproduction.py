@@ -1,0 +1,261 @@
+"""Reproduction: one suite measured twice — a run and its replay (or any second run of the
+suite) — compared cell by cell and change by change.
+
+A cell reproduces when the two runs' ranges overlap, a change when its verdict is the same on
+both; both are decided in `perfpages.analysis.decision`. A replay is compared on purpose, so
+what differs between the runs (machine, harness) is shown, never refused. The result is plain
+data (the json of `bench replay`); `to_markdown` and the terminal print only that.
+
+Cells are read without pandas when the caller has them (`compare_cells`, the site's cached
+cells), so a site build that shows a reproduction imports no pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from math import isfinite
+from statistics import median
+from typing import Any
+
+from perfpages.analysis import decision
+from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.method import fingerprint_differences, format_percent
+from perfpages.analysis.metric import format_number, info
+from perfpages.analysis.text import prose, table
+from perfpages.archive.manifest import Manifest
+from perfpages.archive.reader import Run
+from perfpages.errors import AnalysisError
+
+Key = tuple[str, str, str, str]  # block, parameters, label, metric
+DEFAULT_METRICS = ("throughput", "tps", "p50", "p99")  # as `bench report` picks them
+
+
+def run_cells(run: Run) -> dict[Key, Cell]:
+    """Every measured cell of a run, as `bench report` reads them (pandas is imported here)."""
+    from perfpages.analysis.report import _cells
+    from perfpages.archive.frame import load
+
+    frame = load(run, kinds=("measure",))
+    return _cells(frame) if not frame.empty else {}
+
+
+def replay_of(manifest: Manifest) -> str | None:
+    """The run a run replays (`replay_of` in run.json), None for a run that replays none."""
+    value = getattr(manifest, "replay_of", None)  # optional: older runs have no such key
+    return value if isinstance(value, str) and value else None
+
+
+def table_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str]:
+    """The metrics `bench report` tables for a block (report.block_metrics, from a manifest)."""
+    declared = list(manifest.block(block).metrics)
+    if declared:  # a block whose every window failed has none of them: show what there is
+        return [m for m in declared if m in present] or sorted(present)
+    chosen = [m for m in DEFAULT_METRICS if m in present]
+    if "throughput" in chosen and "tps" in chosen:
+        chosen.remove("tps")
+    return chosen or sorted(present)
+
+
+def label_pairs(manifest: Manifest) -> list[tuple[str, str, bool]]:
+    """(base, other, A/A) as `bench report` pairs labels: every label against the first, then
+    the pairs of labels that ran the same build (report.same_builds)."""
+    names = list(manifest.labels)
+    pairs = [(names[0], other, False) for other in names[1:]]
+
+    def build(name: str) -> dict[str, Any]:
+        spec = manifest.labels[name].to_json()
+        spec.pop("description", None)
+        return spec
+
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if build(a) == build(b):
+                pairs = [p for p in pairs if p[:2] != (a, b)] + [(a, b, True)]
+    return pairs
+
+
+def _stats(cell: Cell) -> dict[str, Any]:
+    text = format_number(cell.median) if cell.n == 1 else (
+        f"{format_number(cell.median)} ({format_number(cell.min)}–{format_number(cell.max)})")
+    return {"median": cell.median, "min": cell.min, "max": cell.max, "n": cell.n, "text": text}
+
+
+def _side(m: Manifest) -> dict[str, Any]:
+    return {"id": m.id, "title": m.title, "suite": m.suite, "scope": m.scope,
+            "status": m.status, "started": m.started, "replay_of": replay_of(m)}
+
+
+def _change(c: Change) -> dict[str, Any]:
+    return {"percent": c.percent if isfinite(c.percent) else None,
+            "text": format_percent(c.percent) if isfinite(c.percent) else "n/a",
+            "verdict": c.verdict}
+
+
+def _pair(m: Manifest, cells: Mapping[Key, Cell], base: Key, other: str) -> Change | None:
+    """The change `other` over `base` in one run, judged with that run's own min_rounds."""
+    a, b = cells.get(base), cells.get((base[0], base[1], other, base[3]))
+    return Change(base[3], a, b, m.method.min_rounds) if a and b else None
+
+
+def _table_order(cells: Mapping[Key, Cell], m: Manifest,
+                 shown: Mapping[str, list[str]]) -> list[Key]:
+    """The cells the report tables, as its tables read: block, parameters, then each label's
+    metrics."""
+    blocks = list(dict.fromkeys(k[0] for k in cells))
+    params = list(dict.fromkeys(k[1] for k in cells))
+    labels = list(m.labels)  # measured windows have declared labels only (archive.reader)
+
+    def rank(k: Key) -> tuple[int, int, int, int]:
+        return (blocks.index(k[0]), params.index(k[1]), labels.index(k[2]),
+                shown[k[0]].index(k[3]))
+
+    return sorted((k for k in cells if k[3] in shown[k[0]]), key=rank)
+
+
+def check_pair(original: Manifest, second: Manifest) -> None:
+    """Two runs a reproduction compares: two runs of one suite (machines may differ)."""
+    if original.suite != second.suite:
+        raise AnalysisError(f"run {second.id} is of suite {second.suite!r}, run {original.id} "
+                            f"of {original.suite!r}",
+                            fix="compare a run with a replay or another run of its own suite")
+    if original.id == second.id:
+        raise AnalysisError(f"run {original.id} compared with itself",
+                            fix="name a second run of its suite, or let bench.replay make one")
+
+
+def compare(original: Run, second: Run) -> dict[str, Any]:
+    """`compare_cells` over two opened runs."""
+    return compare_cells(original.manifest, run_cells(original), second.manifest,
+                         run_cells(second))
+
+
+def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
+                  b: Mapping[Key, Cell]) -> dict[str, Any]:
+    """Every cell both runs have (the metrics the report tables) and every change the report
+    computes, on both runs, with the summary figures; raises for runs of two suites."""
+    check_pair(original, second)
+    is_replay = replay_of(second) == original.id
+    name = "the replay" if is_replay else f"run {second.id}"
+    present: dict[str, set[str]] = {}
+    for block, _, _, metric in a:
+        present.setdefault(block, set()).add(metric)
+    shown = {block: table_metrics(original, block, metrics) for block, metrics in present.items()}
+    cells = []
+    for key in _table_order(a, original, shown):
+        cell, other = a[key], b.get(key)
+        if other is None:
+            continue
+        ratio = Change(key[3], cell, other).ratio
+        cells.append({"block": key[0], "parameters": key[1], "label": key[2], "metric": key[3],
+                      "unit": info(key[3]).unit, "original": _stats(cell),
+                      "second": _stats(other), "ratio": ratio if isfinite(ratio) else None,
+                      "overlap": decision.reproduces(cell, other)})
+    changes = []
+    pairs = label_pairs(original)
+    for block in dict.fromkeys(k[0] for k in a):
+        params = list(dict.fromkeys(k[1] for k in a if k[0] == block))
+        metrics = [m for m in shown[block] if info(m).higher_is_better is not None]
+        for pkey in params:
+            for metric in metrics:
+                for base, other_label, aa in pairs:
+                    one = _pair(original, a, (block, pkey, base, metric), other_label)
+                    two = _pair(second, b, (block, pkey, base, metric), other_label)
+                    if one is None or two is None:
+                        continue
+                    changes.append({"block": block, "parameters": pkey, "metric": metric,
+                                    "unit": info(metric).unit,
+                                    "labels": f"{other_label} vs {base}", "aa": aa,
+                                    "original": _change(one), "second": _change(two),
+                                    "same": decision.same_verdict(one, two)})
+    deviations = [abs(c["ratio"] - 1) * 100 for c in cells if c["ratio"] is not None]
+    summary = {"cells": len(cells), "cells_overlap": sum(c["overlap"] for c in cells),
+               "changes": len(changes), "changes_same": sum(c["same"] for c in changes),
+               "median_deviation": median(deviations) if deviations else None}
+    wanted = {k for k in a if k[3] in shown[k[0]]}
+    return {
+        "original": _side(original), "second": _side(second), "replay": is_replay,
+        "name": name, "differences": fingerprint_differences(original, second),
+        "cells": cells, "changes": changes, "summary": summary,
+        "missing": {"original_only": len(wanted - set(b)),
+                    "second_only": len({k for k in b if k[3] in shown.get(k[0], ())} - set(a))},
+        "lines": summary_lines(summary, name),
+    }
+
+
+def summary_lines(summary: Mapping[str, Any], name: str) -> list[str]:
+    """The summary figures as sentences: "40 of 42 cells' ranges overlap on the replay"; the
+    deviation is the median over the cells of |ratio − 1|, in percent."""
+    deviation = summary["median_deviation"]
+    return [f"{summary['cells_overlap']} of {summary['cells']} cells' ranges overlap on {name}"
+            if summary["cells"] else f"no cell of the original is in {name}",
+            f"{summary['changes_same']} of {summary['changes']} changes keep their verdict on "
+            f"{name}" if summary["changes"] else "no change between labels to compare",
+            "median deviation of the cells' medians: "
+            + ("n/a" if deviation is None else f"{format_number(deviation)} %")]
+
+
+def ratio_text(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3f}"
+
+
+def cell_rows(cells: list[dict[str, Any]]) -> list[list[str]]:
+    """A row per cell: block, parameters, label, metric, original, second, ratio, overlap."""
+    return [[c["block"], c["parameters"] or "—", c["label"],
+             f"{c['metric']} ({c['unit']})" if c["unit"] else c["metric"],
+             c["original"]["text"], c["second"]["text"], ratio_text(c["ratio"]),
+             "yes" if c["overlap"] else "no"] for c in cells]
+
+
+def change_rows(changes: list[dict[str, Any]]) -> list[list[str]]:
+    """A row per change: block, parameters, metric, labels, on the original, on the second."""
+    return [[c["block"], c["parameters"] or "—",
+             f"{c['metric']} ({c['unit']})" if c["unit"] else c["metric"],
+             c["labels"] + (" (A/A)" if c["aa"] else ""),
+             f"{c['original']['text']} ({c['original']['verdict']})",
+             f"{c['second']['text']} ({c['second']['verdict']})",
+             "yes" if c["same"] else "no"] for c in changes]
+
+
+def second_column(data: Mapping[str, Any]) -> str:
+    """How the second run is headed in a table: "replay", or "second" (the title names it)."""
+    return "replay" if data["replay"] else "second"
+
+
+def columns(data: Mapping[str, Any], kind: str) -> list[str]:
+    second = second_column(data)
+    if kind == "cells":
+        return ["block", "parameters", "label", "metric", "original", second, "ratio",
+                "ranges overlap"]
+    return ["block", "parameters", "metric", "labels", "original", second, "verdict kept"]
+
+
+def notes(data: Mapping[str, Any]) -> list[str]:
+    """What qualifies the comparison: the runs' differences, cells only one run has."""
+    out = [f"the runs differ: {d}" for d in data["differences"]]
+    missing = data["missing"]
+    if missing["original_only"]:
+        out.append(f"{missing['original_only']} cells of the original are not in "
+                   f"{data['name']}")
+    if missing["second_only"]:
+        out.append(f"{missing['second_only']} cells of {data['name']} are not in the original")
+    return out
+
+
+def to_markdown(data: Mapping[str, Any], *, level: int = 2, full: bool = True,
+                esc: Callable[[object], str] = prose) -> list[str]:
+    """The cells and changes as Markdown lines under `level` headings; `full=False` keeps only
+    the cells whose ranges do not overlap and the changes whose verdict changed."""
+    head = "#" * level
+    out = [f"- {esc(line)}" for line in data["lines"]]
+    out += [f"- {esc(note)}" for note in notes(data)] + [""]
+    cells = data["cells"] if full else [c for c in data["cells"] if not c["overlap"]]
+    changes = data["changes"] if full else [c for c in data["changes"] if not c["same"]]
+    if cells:
+        out += [f"{head} {'Cells' if full else 'Cells whose ranges do not overlap'}", "",
+                table([esc(c) for c in columns(data, "cells")],
+                      [[esc(c) for c in row] for row in cell_rows(cells)]), ""]
+    if changes:
+        out += [f"{head} {'Changes' if full else 'Changes whose verdict changed'}", "",
+                table([esc(c) for c in columns(data, "changes")],
+                      [[esc(c) for c in row] for row in change_rows(changes)]), ""]
+    return out
