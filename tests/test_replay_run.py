@@ -10,6 +10,7 @@ differs from the record are one-line refusals. The wheel is served from a local 
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -294,3 +295,22 @@ def test_an_http_block_is_checked_by_its_cases_labels_and_rounds(
     text = str(err.value)
     assert text.startswith(f"suites/synthetic.py: {key}: {needle.format(id=m.id)} — ")
     assert text.endswith(f"restore the suite as run {m.id} ran it (it recorded no suite commit)")
+
+
+@pytest.mark.postgres
+def test_bench_replay_runs_the_replay_and_reports_on_it(original: Path, suites: Path,
+                                                        tmp_path: Path) -> None:
+    """The whole command: `perfpages bench replay RUN` archives a replay, then compares."""
+    before = {p.name for p in original.parent.iterdir()}
+    done = subprocess.run([sys.executable, "-m", "perfpages", "bench", "replay", original.name,
+                           "--results", str(original.parent), "--suites", str(suites),
+                           "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (new,) = {p.name for p in original.parent.iterdir()} - before
+    replay = open_run(original.parent / new)  # verified
+    assert replay.manifest.replay_of == original.name and replay.manifest.status == "complete"
+    assert replay.manifest.command.startswith(f"perfpages bench replay {original.name}")
+    data = json.loads(done.stdout)  # stdout is the report alone
+    assert (data["original"]["id"], data["second"]["id"], data["replay"]) == (
+        original.name, new, True)
+    assert data["cells"] and {c["label"] for c in data["cells"]} == {"a", "b"}
