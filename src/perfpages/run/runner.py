@@ -71,6 +71,7 @@ class Options:
     on_window: Callable[[Window], None] | None = None  # called after each archived window
     refs: dict[str, str] = field(default_factory=dict)  # label -> ref of its git pin (--ref)
     pins: dict[str, str] = field(default_factory=dict)  # label -> its new pin (--pin)
+    preflight_wait: float | None = None  # seconds a block waits for a quiet machine
 
 
 def _interrupted(run_id: str, suite: str) -> Interrupted:
@@ -242,6 +243,7 @@ class Runner:
         with _deferred_signals() as caught:
             for driver in self.drivers.values():
                 driver.close()
+            self.session.close()
             self.clusters.destroy()
             if self.lock is not None:  # a resume that failed before its writer took the lock
                 self.lock.release(remove=False)
@@ -338,6 +340,7 @@ class Runner:
         driver = self.driver(block)
         rounds, labels = driver.scope(block, method, labels)
         first = builds[suite.labels[0].name]
+        self.session.preflight(block.name, writer, self.opts.preflight_wait, suite.scope, step)
         sqlblock.floor(self.session, suite, block.name, "before", first, writer)
         driver.floor(suite, block, "before", builds[labels[0]], writer)
         step(f"{block.name}: floor before", suite.floor_s)
