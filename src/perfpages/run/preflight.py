@@ -218,15 +218,15 @@ class Watch:
 
     def start(self) -> None:
         if self._thread is None and (PROC / "stat").is_file():
+            self.samples.append(Snapshot.take())  # the first before start() returns
             self._thread = threading.Thread(target=self._sample, name="perfpages-machine",
                                             daemon=True)
             self._thread.start()
 
     def _sample(self) -> None:
-        while not self._stop.is_set():
+        while not self._stop.wait(TICK_S):
             with contextlib.suppress(OSError, ValueError, IndexError):  # a /proc race
                 self.samples.append(Snapshot.take())
-            self._stop.wait(TICK_S)
 
     def close(self) -> None:
         self._stop.set()

@@ -193,5 +193,5 @@ class Conditions:
                              f"{format_range(row.changes)} ({row.clear} of "
                              f"{len(row.changes)} clear)")
         return Condition(ok, f"identical builds differing by less than "
-                             f"{format_number(within)} % in every cell, never clearly",
+                             f"{text(within)} % in every cell, never clearly",
                          _listing(items))
