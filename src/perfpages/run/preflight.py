@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import json
 import os
 import threading
 import time
@@ -271,10 +272,18 @@ class Watch:
                   "checks": checks, "busy": bool(found["reasons"])}
         if self.records is None:  # a resumed run keeps the preflights of its first part
             path = writer.run_dir / rule.PREFLIGHT_FILE
-            self.records = path.read_text().splitlines() if path.is_file() else []
+            lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+            self.records = [ln for ln in lines if _whole(ln)]  # not a line a crash cut short
         self.records.append(rule.dumps(record))
         writer.write_file(rule.PREFLIGHT_FILE, "\n".join(self.records) + "\n")
         return record
+
+
+def _whole(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def wait_limit(given: float | None, scope: str) -> float:
