@@ -167,8 +167,8 @@ def test_an_adopter_replays_two_commits_and_publishes_checked_claims(
     (repo / "benchmarks/svc.py").write_text(SUITE)
     suites_commit = commit(repo, env, "perfpages")
 
-    run(["perfpages", "bench.run", "--suite", "svc", "--quick", "--ref", f"base={base}",
-         "--ref", f"head={head}"], repo, env, timeout=900)
+    run(["perfpages", "bench.run", "--suite", "svc", "--quick", "--preflight-wait", "0",
+         "--ref", f"base={base}", "--ref", f"head={head}"], repo, env, timeout=900)
     run_id = next(p.name for p in (repo / "results").iterdir() if p.is_dir())
     manifest = json.loads((repo / "results" / run_id / "run.json").read_text())
     pins = {name: label["pin"]["commit"] for name, label in manifest["labels"].items()}

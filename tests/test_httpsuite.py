@@ -132,7 +132,8 @@ def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path, lef
 def test_queryapigate_smoke(tmp_path: Path) -> None:
     """The real suite on the real 0.43.0 release from PyPI: one round of one block, tiny windows."""
     run_dir = run(Options(suite="queryapigate", benchmarks=BENCHMARKS, results=tmp_path,
-                          labels=["0.43.0"], blocks=["calls"], rounds=1, quick=True), quiet())
+                          labels=["0.43.0"], blocks=["calls"], rounds=1, quick=True,
+                          preflight_wait=0), quiet())
     r = open_run(run_dir)
     pin = r.manifest.labels["0.43.0"].pin
     assert pin.kind == "package" and pin.version == "0.43.0" and len(pin.artifacts) == 1

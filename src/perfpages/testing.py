@@ -6,9 +6,10 @@ Their scope is "synthetic" and their titles say so: they are never measurements.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from perfpages.archive.histogram import Latency
 from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
@@ -44,6 +45,9 @@ class Spec:
     distinct: int = 200  # distinct latency values recorded per window (with counts)
     seed: int = 7
     floors: bool = True
+    same: dict[str, str] = field(default_factory=dict)  # label -> the label it repeats (A/A)
+    machine: dict[str, float] | None = None  # every measured window's `machine` figures
+    preflight: str = ""  # "quiet" or "busy": a preflight record before each block
 
 
 def _latency(rng: random.Random, requests: int, median_ms: float, distinct: int) -> Latency:
@@ -80,6 +84,8 @@ def generate(results_dir: Path, spec: Spec | None = None) -> Run:
     labels = {name: Label(name, _pin(name, i),
                           env={"DEMO_CACHE_TTL": "5"} if "cache" in name else {})
               for i, name in enumerate(spec.labels)}
+    for name, original in spec.same.items():  # the same build under another name
+        labels[name] = replace(labels[original], name=name, description=f"{original} again")
     manifest = Manifest(
         id=spec.run_id, suite="synthetic", title=spec.title, scope="synthetic",
         status="running", started=EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -94,6 +100,8 @@ def generate(results_dir: Path, spec: Spec | None = None) -> Run:
     names = list(spec.labels)
     with ArchiveWriter.create(results_dir, manifest) as writer:
         for block, param_sets in spec.blocks.items():
+            if spec.preflight:
+                _preflight(writer, block, clock, spec.preflight == "busy")
             for rnd in range(1, spec.rounds + 1):
                 if spec.floors and rnd == 1:
                     clock = _floor(writer, rng, block, "before", clock)
@@ -112,7 +120,8 @@ def generate(results_dir: Path, spec: Spec | None = None) -> Run:
                                 block=block, label=label, round=rnd, window=index,
                                 params=dict(params), start=clock.isoformat() + "Z",
                                 duration_s=1.0, requests=requests, codes={"200": requests},
-                                latency=_latency(rng, requests, median_ms, spec.distinct)))
+                                latency=_latency(rng, requests, median_ms, spec.distinct),
+                                machine=dict(spec.machine) if spec.machine else None))
                             clock += timedelta(seconds=1)
             if spec.floors:
                 clock = _floor(writer, rng, block, "after", clock)
@@ -130,3 +139,19 @@ def _floor(writer: object, rng: random.Random, block: str, position: str,
                          start=clock.isoformat() + "Z", duration_s=1.0,
                          metrics={"tps": round(tps, 1)}))
     return clock + timedelta(seconds=1)
+
+
+def _preflight(writer: Any, block: str, clock: datetime, busy: bool) -> None:
+    """A preflight record as the runner writes it: quiet, or busy with a competing server."""
+    from perfpages.archive import preflight
+
+    found = [{"pid": 4242, "name": "postgres", "cpu_pct": 35.0, "why": "PostgreSQL"}] * busy
+    record = {"time": clock.isoformat() + "Z", "block": block, "seconds": 2.0, "cores": 2,
+              "load1": 1.9 if busy else 0.1, "busy_pct": 42.0 if busy else 3.0,
+              "own_pct": 2.0, "others_pct": 40.0 if busy else 1.0, "steal_pct": 0.0,
+              "processes": found, "waited_s": 60.0 if busy else 0.0, "checks": 13 if busy else 1}
+    record["reasons"] = preflight.reasons(record, found)
+    record["busy"] = bool(record["reasons"])
+    path = writer.run_dir / preflight.PREFLIGHT_FILE
+    old = path.read_text() if path.is_file() else ""
+    writer.write_file(preflight.PREFLIGHT_FILE, old + preflight.dumps(record) + "\n")

@@ -144,3 +144,27 @@ def same_verdict(original: Change, second: Change) -> bool:
 def share_holds(held: int, total: int, at_least: float) -> bool:
     """At least the fraction `at_least` of `total` held; with nothing to check, nothing holds."""
     return total > 0 and held / total >= at_least
+
+
+# A/A pairs (the same build under two names): on a quiet machine no cell of theirs is clear, and
+# every round of both lies within ±5 % of the pair's median — the method's resolution is then
+# about the size of the changes pages claim (a few percent), not swamped by the machine.
+AA_SPREAD = 0.05
+
+
+def spread(base: Cell, other: Cell) -> float:
+    """How far the farthest round of an A/A pair lies from the pair's median (a fraction)."""
+    middle = median(base.values + other.values)
+    if not middle:
+        return 0.0 if not any(base.values + other.values) else float("inf")
+    return max(abs(v / middle - 1) for v in base.values + other.values)
+
+
+def steady(base: Cell, other: Cell, limit: float = AA_SPREAD) -> bool:
+    """Both ranges of an A/A pair within ±`limit` (a fraction) of the pair's median."""
+    return spread(base, other) <= limit
+
+
+def quiet(change: Change, within_pct: float) -> bool:
+    """An A/A cell as a quiet machine shows it: not clear, and a change under `within_pct`."""
+    return not change.clear and abs(change.percent) < within_pct

@@ -9,12 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import decision, saturation
+from perfpages.analysis import decision, noise, saturation
 from perfpages.analysis.decision import Cell, Change, false_positive_rate
 from perfpages.analysis.method import check_comparable, format_percent, format_range
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.text import fence, prose
-from perfpages.archive import diagnostics
+from perfpages.archive import diagnostics, preflight
 from perfpages.archive.frame import load
 from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
@@ -114,30 +114,52 @@ def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
     return out
 
 
-def same_builds(run: Run) -> list[tuple[str, str]]:
-    """Label pairs that ran the same build (pin, environment, settings): A/A pairs."""
-    def build(label: str) -> str:
-        spec = run.manifest.labels[label].to_json()
-        spec.pop("description", None)
-        return json.dumps(spec, sort_keys=True)
-
-    names = list(run.manifest.labels)
-    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if build(a) == build(b)]
-
-
-def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[tuple[str, bool]]:
+def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[noise.Row]:
     """What each A/A pair measured: the differences this machine and method show between two
-    identical builds, against which every other change is read; True where they differ
-    clearly (a warning)."""
-    pairs = same_builds(run)
+    identical builds, against which every other change is read."""
+    pairs = noise.same_builds(run.manifest)
     if not pairs:
         return []  # the usual case: no second pass over the cells
-    lines = []
-    for line, clear in summary_lines(changes(run, frame, pairs, min_rounds)):
-        flag = (f" {WARN} identical builds differ clearly: the machine or the method is not "
-                f"stable" if clear else "")
-        lines.append((f"A/A (same build) {line} — the noise floor{flag}", bool(clear)))
-    return lines
+    return noise.rows(changes(run, frame, pairs, min_rounds))
+
+
+def noise_line(row: noise.Row) -> str:
+    """A/A row as a note (with a warning when identical builds differ clearly)."""
+    flag = (f" {WARN} identical builds differ clearly: the machine or the method is not stable"
+            if row.clear else "")
+    return (f"A/A (same build) {row.block}: {row.pair}, {row.metric}: {row.text} — the noise "
+            f"floor{flag}")
+
+
+def window_load(run: Run) -> list[dict[str, Any]]:
+    """Per block and label, what the rest of the machine did during the measured windows that
+    recorded it: the most other processes and steal took, and how many windows were busy."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for w in run.windows:
+        if w.kind == "measure" and w.machine is not None:
+            entry = out.setdefault((w.block, w.label), {
+                "block": w.block, "label": w.label, "windows": 0, "busy": 0,
+                "others_max": 0.0, "steal_max": 0.0})
+            entry["windows"] += 1
+            entry["busy"] += bool(preflight.reasons(w.machine))
+            entry["others_max"] = max(entry["others_max"], w.machine.get("others_pct", 0.0))
+            entry["steal_max"] = max(entry["steal_max"], w.machine.get("steal_pct", 0.0))
+    return list(out.values())
+
+
+def load_warnings(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[str]:
+    """A busy preflight, and every block with windows on a busy machine."""
+    blocks: dict[str, list[dict[str, Any]]] = {}
+    for x in load:
+        blocks.setdefault(x["block"], []).append(x)
+    return [f"preflight {preflight.line(r)}" for r in records if r["busy"]] + [
+        f"{block}: the machine was busy in {sum(x['busy'] for x in xs)} of "
+        f"{sum(x['windows'] for x in xs)} windows ("
+        + ", ".join(f"{x['label']} {x['busy']}" for x in xs if x["busy"])
+        + f"; other processes up to {max(x['others_max'] for x in xs):.0f} % of a core, steal "
+        f"up to {max(x['steal_max'] for x in xs):.1f} %; busy: above {preflight.OTHERS_PCT:g} % "
+        f"or {preflight.STEAL_PCT:g} %)" for block, xs in blocks.items()
+        if any(x["busy"] for x in xs)]
 
 
 def summary_lines(found: list[tuple[str, str, str, Change]]) -> list[tuple[str, int]]:
@@ -226,9 +248,11 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     floors, knees = drift(run, frame), saturation.knees(frame)
     sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
     aa = noise_floor(run, frame, min_rounds) if not cross else []
+    checks, shared = preflight.read(run.path), window_load(run)
+    busy = load_warnings(checks, shared)
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
-    flagged = list(run.notes) + [line for line, clear in aa if clear] + [
-        f"mixed runs allowed: {d}" for d in differences]
+    flagged = list(run.notes) + [noise_line(r) for r in aa if r.clear] + [
+        f"mixed runs allowed: {d}" for d in differences] + busy
     return {
         "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
         "started": m.started, "ended": m.ended, "labels": labels,
@@ -242,8 +266,15 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "drift": floors,
         "saturation": knees,
         "diagnostics": diagnostics.summary_lines(run.path),
-        "notes": list(run.notes) + [line for line, _ in aa]
-        + [f"mixed runs allowed: {d}" for d in differences],
+        "noise_floor": [{"block": r.block, "metric": r.metric, "pair": r.pair,
+                         "changes": format_range(r.changes), "clear": r.clear,
+                         "cells": len(r.changes), "spread_percent": r.spread * 100,
+                         "steady": r.steady} for r in aa],
+        "preflight": checks,
+        "machine_load": shared,
+        "notes": list(run.notes) + [noise_line(r) for r in aa]
+        + [f"mixed runs allowed: {d}" for d in differences]
+        + [f"preflight {preflight.line(r)}" for r in checks],
         "warnings": warnings(run, frame, found, floors, knees) + flagged,
         "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                    if c.clear and c.better is False],

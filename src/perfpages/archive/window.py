@@ -49,6 +49,8 @@ class Window:
     throughput: float | None = None
     latency: Latency | None = None
     metrics: dict[str, float | None] = field(default_factory=dict)
+    # What the whole machine did meanwhile (archive/preflight.py): busy, others, steal, load1.
+    machine: dict[str, float] | None = None
 
     @property
     def key(self) -> tuple[str, str, int, str, str, int]:
@@ -81,6 +83,8 @@ class Window:
             out["latency"] = lat
         if self.metrics:  # a rate over a zero-length window is "not measured", never NaN
             out["metrics"] = {k: _finite(v) for k, v in self.metrics.items()}
+        if self.machine is not None:
+            out["machine"] = dict(self.machine)
         return out
 
     @classmethod
@@ -96,7 +100,7 @@ class Window:
                    error=data.get("error"), requests=data.get("requests"),
                    codes=data.get("codes", {}), errors=data.get("errors", 0),
                    throughput=data.get("throughput"), latency=latency,
-                   metrics=data.get("metrics", {}))
+                   metrics=data.get("metrics", {}), machine=data.get("machine"))
 
 
 def _finite(value: float | None) -> float | None:

@@ -63,24 +63,30 @@ def _names(text: str | None) -> list[str] | None:
             "ref": "LABEL=REF: build this git-pinned label at REF (repeatable)",
             "pin": "LABEL=SPEC: replace the label's pin with name==version or git+REPO@REF "
                    "(repeatable)",
+            "preflight_wait": "SECONDS a block waits for a quiet machine (default 60; 0: never "
+                              "wait, only record it)",
             "results": RESULTS_HELP, "suites": SUITES_HELP})
 def run(c: Context, suite: str | None = None, labels: str | None = None,
         blocks: str | None = None, rounds: int | None = None, quick: bool = False,
         resume: str | None = None, dsn: str | None = None, seed: int | None = None,
         results: str | None = None, suites: str | None = None,
-        ref: list[str] | None = None, pin: list[str] | None = None) -> None:
+        ref: list[str] | None = None, pin: list[str] | None = None,
+        preflight_wait: str | None = None) -> None:
     """Replay a suite against its pinned builds on PostgreSQL and archive the run."""
     from perfpages.run.overrides import parse_assignments
     from perfpages.run.runner import Options
 
     s = _settings(results, suites)
-    refs, pins, rounds, seed = _guard(lambda: (
+    refs, pins, rounds, seed, wait = _guard(lambda: (
         parse_assignments(ref or [], "--ref"), parse_assignments(pin or [], "--pin"),
         whole_number(rounds, "--rounds", minimum=1, noun="round count"),
-        whole_number(seed, "--seed")))
+        whole_number(seed, "--seed"),
+        whole_number(preflight_wait, "--preflight-wait", minimum=0, maximum=3600,
+                     noun="wait in seconds")))
     opts = Options(suite=suite, benchmarks=s.suites, results=s.results,
                    labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
                    resume=resume, dsn=dsn, seed=seed, refs=refs, pins=pins,
+                   preflight_wait=wait,
                    command=" ".join([program_name(), *sys.argv[1:]]))
     _command(lambda cmd, out: cmd.run_suite(opts, out))
 

@@ -8,7 +8,7 @@ driver owns what one label's turn in one round does, and archives its windows th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import psycopg
@@ -20,6 +20,7 @@ from perfpages.run import collect
 from perfpages.run.builds import Build
 from perfpages.run.clusters import Clusters
 from perfpages.run.postgres import Server
+from perfpages.run.preflight import Watch, wait_limit
 from perfpages.run.suite import Suite
 
 Step = Callable[[str, float], None]  # progress: what is running, seconds of the estimate done
@@ -32,11 +33,23 @@ class Session:
     clusters: Clusters
     on_window: Callable[[Window], None] | None = None
     diagnostics_ok: bool = True
+    watch: Watch = field(default_factory=Watch)  # the machine: preflights, load per window
 
     def append(self, writer: ArchiveWriter, window: Window) -> None:
+        if window.machine is None:
+            window = replace(window, machine=self.watch.window(window.start, window.duration_s))
         writer.append(window)
         if self.on_window:
             self.on_window(window)
+
+    def preflight(self, block: str, writer: ArchiveWriter, wait_s: float | None, scope: str,
+                  step: Step) -> None:
+        """Before a block: is the machine quiet? (waits up to `wait_s`; archived either way)"""
+        self.watch.external_server = self.clusters.dsn is not None
+        self.watch.check(block, writer, wait_limit(wait_s, scope), lambda text: step(text, 0))
+
+    def close(self) -> None:
+        self.watch.close()
 
     def snapshot(self, server: Server, suite: Suite,
                  settle: bool = False) -> collect.Snapshot | None:

@@ -76,6 +76,7 @@ class Options:
     method: Method | None = None
     recorded_pins: dict[str, Pin] = field(default_factory=dict)
     replay_of: str | None = None
+    preflight_wait: float | None = None  # seconds a block waits for a quiet machine
 
 
 def _interrupted(run_id: str, suite: str) -> Interrupted:
@@ -247,6 +248,7 @@ class Runner:
         with _deferred_signals() as caught:
             for driver in self.drivers.values():
                 driver.close()
+            self.session.close()
             self.clusters.destroy()
             if self.lock is not None:  # a resume that failed before its writer took the lock
                 self.lock.release(remove=False)
@@ -347,6 +349,7 @@ class Runner:
         driver = self.driver(block)
         rounds, labels = driver.scope(block, method, labels)
         first = builds[suite.labels[0].name]
+        self.session.preflight(block.name, writer, self.opts.preflight_wait, suite.scope, step)
         sqlblock.floor(self.session, suite, block.name, "before", first, writer)
         driver.floor(suite, block, "before", builds[labels[0]], writer)
         step(f"{block.name}: floor before", suite.floor_s)

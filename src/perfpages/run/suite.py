@@ -15,7 +15,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +50,12 @@ class LabelSpec:
         if self.package and self.git:
             raise PerfpagesError(f"label {self.name!r} pins both a package and a git repository",
                                  key=f"labels.{self.name}", fix="pin one of them")
+
+    def again(self, name: str, description: str = "") -> LabelSpec:
+        """The same build (pin, env, settings) under another name: an A/A pair, whose
+        differences are the machine's and the method's noise floor."""
+        return replace(self, name=name, description=description or
+                       f"{self.name} again: the same build (A/A)")
 
 
 @dataclass(frozen=True)
@@ -206,8 +212,6 @@ class Suite:
 
     def select(self, labels: list[str] | None, blocks: list[str] | None) -> Suite:
         """The same suite restricted to some labels and blocks (unknown names: one line)."""
-        from dataclasses import replace
-
         def pick(kind: str, wanted: list[str] | None, items: tuple[Any, ...]) -> tuple[Any, ...]:
             if not wanted:
                 return items

@@ -13,11 +13,11 @@ from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.method import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
-from perfpages.site.macros import scale, verdict
+from perfpages.site.macros import noise_rows, scale, verdict
 from perfpages.site.pins import Found, Pins
 
 MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
@@ -69,7 +69,7 @@ class Conditions:
     def namespace(self) -> dict[str, Callable[..., Condition]]:
         return {"faster": self.faster, "slower": self.slower, "between": self.between,
                 "below": self.below, "above": self.above, "overlap": self.overlap,
-                "saturated": self.saturated, "drifted": self.drifted}
+                "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet}
 
     def _changes(self, base: str, other: str, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change]]:
@@ -180,3 +180,18 @@ class Conditions:
         d = floor_drift(self.pins.runs[self.pins.aliases(run)[0]], block)
         return Condition(d.flagged, f"floors drifting beyond "
                                     f"{format_number(d.threshold * 100)} %", d.describe())
+
+    def quiet(self, within: float = 5, *, run: str | list[str] | None = None,
+              block: str | None = None, metric: str | None = None) -> Condition:
+        """The A/A pairs' noise floor: identical builds differ by less than `within` percent in
+        every cell, and never clearly."""
+        items, ok = [], True
+        for alias in self.pins.aliases(run):
+            for row in noise_rows(self.pins, alias, block, metric):
+                ok &= row.quiet(within)
+                items.append(f"{row.block}, {row.metric}, {row.pair}: "
+                             f"{format_range(row.changes)} ({row.clear} of "
+                             f"{len(row.changes)} clear)")
+        return Condition(ok, f"identical builds differing by less than "
+                             f"{text(within)} % in every cell, never clearly",
+                         _listing(items))

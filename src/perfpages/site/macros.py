@@ -10,10 +10,11 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from perfpages.analysis import noise
 from perfpages.analysis.decision import Cell, Change
 from perfpages.analysis.method import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
-from perfpages.archive import files
+from perfpages.archive import files, preflight
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
@@ -74,7 +75,8 @@ class Macros:
 
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
-                "cpu_shares": self.cpu_shares, "given": given}
+                "cpu_shares": self.cpu_shares, "given": given,
+                "noise_floor": self.noise_floor}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
         if dimension == "metric":
@@ -204,6 +206,68 @@ class Macros:
         lines.append("| samples | " + " | ".join(f"{d['samples']:,}" for d in found.values())
                      + " |")
         return "\n".join(lines)
+
+
+    def noise_floor(self, *, run: str | list[str] | None = None, block: str | None = None,
+                    metric: str | None = None, digits: int = 1) -> str:
+        """The A/A pairs' noise floor: per block, metric and pair the range of their changes,
+        how many are clear, and the farthest round from the pair's median."""
+        aliases = self.pins.aliases(run)
+        header = ["run"] * (len(aliases) > 1) + ["block", "metric", "A/A pair", "changes",
+                                                  "clear", "largest spread"]
+        body = []
+        for alias in aliases:
+            for row in noise_rows(self.pins, alias, block, metric):
+                body.append([escape.md(alias)] * (len(aliases) > 1) + [
+                    self._header("block", row.block, ""), escape.md(row.metric),
+                    escape.md(row.pair), escape.md(format_range(row.changes)),
+                    ("⚠ " if row.clear else "") + f"{row.clear} of {len(row.changes)}",
+                    escape.md(f"±{format_number(row.spread * 100, digits)} %")])
+        return "\n\n" + escape.table(header, body) + "\n\n"
+
+
+def noise_rows(pins: Pins, alias: str, block: str | None, metric: str | None) -> list[noise.Row]:
+    """The A/A rows of one pinned run (a run without an A/A pair: one error saying how to get
+    one). Without `metric`, each block's declared metrics that have a better direction."""
+    loaded = pins.runs[alias]
+    pairs = noise.same_builds(loaded.manifest)
+    if not pairs:
+        raise AnalysisError(f"run {alias!r} has no A/A pair (two labels with the same build)",
+                            fix="declare one with LabelSpec.again(NAME) and archive a new run")
+    blocks = [block] if block else list(dict.fromkeys(r.block for r in loaded.cells))
+    found = []
+    for b in blocks:
+        present = {r.metric for r in loaded.cells if r.block == b}
+        declared = loaded.manifest.blocks[b].metrics if b in loaded.manifest.blocks else ()
+        metrics = [metric] if metric else [m for m in declared or sorted(present) if m in
+                                           present and info(m).higher_is_better is not None]
+        for m in metrics:
+            for base, other in pairs:
+                try:
+                    cells = pins.pairs(base, other, metric=m, run=alias, block=b)
+                except AnalysisError:
+                    if block and metric:
+                        raise
+                    continue  # a block that ran one label of the pair only
+                found += [(b, x.parameters, f"{other} vs {base}",
+                           Change(m, x.cell, y.cell, pins.min_rounds(alias))) for x, y in cells]
+    if not found:
+        raise AnalysisError(f"no cells of run {alias!r} hold both labels of an A/A pair",
+                            fix="check block= and metric= against `invoke bench.report`")
+    return noise.rows(found)
+
+
+def busy_machine(pins: Pins) -> str:
+    """An admonition for a page whose pinned runs found the machine busy before a block
+    ("" when every preflight was quiet, or the runs predate preflights)."""
+    lines = [f"    - {escape.md(f'{alias}: {preflight.line(r)}')}" for alias, loaded in
+             pins.runs.items() for r in preflight.read(loaded.path) if r["busy"]]
+    if not lines:
+        return ""
+    return "\n".join(['!!! warning "The machine was busy"', "",
+                      "    Before these blocks the preflight found the machine busy, and the "
+                      "figures may carry that load (each run's page has the details):", "",
+                      *lines, "", ""])
 
 
 def given(text: object) -> str:

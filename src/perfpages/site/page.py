@@ -22,7 +22,7 @@ from perfpages.site import escape, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
-from perfpages.site.macros import Macros
+from perfpages.site.macros import Macros, busy_machine
 from perfpages.site.pins import Pins, parse_front_matter
 from perfpages.site.plots import Plots, chart_style
 from perfpages.site.store import RunStore
@@ -239,7 +239,12 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              line=offset + line if line else None, key="macro",
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
-    return Rendered(_annotate(restore(text, saved), page.claims), page.claims, warnings)
+    text = _annotate(restore(text, saved), page.claims)
+    busy = busy_machine(pins)  # under the title: a reader sees it before any figure
+    if busy:
+        title, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
+        text = (f"{title}\n\n" if title else "") + busy + rest.lstrip("\n")
+    return Rendered(text, page.claims, warnings)
 
 
 def render_file(file: Path, *, path: str, store: RunStore,

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from perfpages.analysis.decision import AA_SPREAD
 from perfpages.analysis.reproduction import replay_of
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
+from perfpages.archive.preflight import line
 from perfpages.archive.reader import (
     RUN_FILE,
     Run,
@@ -185,6 +187,37 @@ def _results(data: dict[str, object]) -> list[str]:
     if data["drift"]:
         out += ["### Floors", "", *[escape.md(report.drift_line(d))
                                     for d in data["drift"]], ""]  # type: ignore[attr-defined]
+    return out + _machine(data)
+
+
+def _machine(data: dict[str, Any]) -> list[str]:
+    """The noise floor of the run's A/A pairs, its preflights and the load beside its windows
+    (nothing for runs that have none of them)."""
+    out = []
+    if data.get("noise_floor"):
+        out += ["### Noise floor", "", "Labels that ran the same build (an A/A pair): what they "
+                "differ by is the machine's and the method's noise. On a quiet machine no cell is "
+                f"clear and every round lies within ±{AA_SPREAD * 100:g} % of the pair's median.",
+                "", escape.table(
+                    ["block", "metric", "A/A pair", "changes", "clear", "largest spread"],
+                    [[escape.md(x["block"]), escape.md(x["metric"]), escape.md(x["pair"]),
+                      escape.md(x["changes"]),
+                      ("⚠ " if x["clear"] else "") + f"{x['clear']} of {x['cells']}",
+                      escape.md(f"±{x['spread_percent']:.1f} %")]
+                     for x in data["noise_floor"]]), ""]
+    if data.get("preflight") or data.get("machine_load"):
+        out += ["### Quiet machine", ""]
+        out += [("- ⚠ " if r["busy"] else "- ") + escape.md(line(r))
+                for r in data.get("preflight", [])] + [""]
+    if data.get("machine_load"):
+        out += ["The rest of the machine during the measured windows (CPU in % of one core):",
+                "", escape.table(["block", "label", "windows", "busy", "others (max)",
+                                  "steal (max)"],
+                                 [[escape.md(x["block"]), escape.md(x["label"]),
+                                   str(x["windows"]), ("⚠ " if x["busy"] else "") +
+                                   str(x["busy"]), escape.md(f"{x['others_max']:.0f} %"),
+                                   escape.md(f"{x['steal_max']:.1f} %")]
+                                  for x in data["machine_load"]]), ""]
     return out
 
 
