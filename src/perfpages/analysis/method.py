@@ -110,3 +110,17 @@ def check_comparable(manifests: Iterable[Manifest], allow: bool = False) -> list
             "runs are not comparable: " + "; ".join(found),
             fix="compare runs from one machine and harness, or allow it (--allow-mixed)")
     return found
+
+
+DEFAULT_METRICS = ("throughput", "tps", "p50", "p99")  # a block that declares none
+
+
+def block_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str]:
+    """The metrics a block's tables show: its declared ones, else the defaults it has."""
+    declared = list(manifest.block(block).metrics)
+    if declared:  # a block whose every window failed has none of them: show what there is
+        return [m for m in declared if m in present] or sorted(present)
+    chosen = [m for m in DEFAULT_METRICS if m in present]
+    if "throughput" in chosen and "tps" in chosen:
+        chosen.remove("tps")
+    return chosen or sorted(present)

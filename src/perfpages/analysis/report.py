@@ -11,7 +11,7 @@ import pandas as pd
 
 from perfpages.analysis import decision, noise, saturation
 from perfpages.analysis.decision import Cell, Change, false_positive_rate
-from perfpages.analysis.method import check_comparable, format_percent, format_range
+from perfpages.analysis.method import block_metrics, check_comparable, format_percent, format_range
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.text import fence, prose
 from perfpages.archive import diagnostics, preflight
@@ -19,7 +19,6 @@ from perfpages.archive.frame import load
 from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
 
-DEFAULT_METRICS = ("throughput", "tps", "p50", "p99")
 WARN = "⚠"
 
 
@@ -55,24 +54,13 @@ def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
     return out
 
 
-def block_metrics(run: Run, block: str, present: set[str]) -> list[str]:
-    declared = list(run.manifest.block(block).metrics)
-    if declared:
-        # A block whose every window failed has none of its metrics: show what there is.
-        return [m for m in declared if m in present] or sorted(present)
-    chosen = [m for m in DEFAULT_METRICS if m in present]
-    if "throughput" in chosen and "tps" in chosen:
-        chosen.remove("tps")
-    return chosen or sorted(present)
-
-
 def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table]:
     cells = _cells(frame)
     tables = []
     measured = frame[frame["kind"] == "measure"]
     for block in dict.fromkeys(measured["block"]):
         rows_b = measured[measured["block"] == block]
-        metrics = block_metrics(run, block, set(rows_b["metric"]))
+        metrics = block_metrics(run.manifest, block, set(rows_b["metric"]))
         table = Table(run.manifest.block(block).title or block,
                       ["parameters", "metric", *labels], [])
         for pkey in dict.fromkeys(rows_b["parameters"]):
@@ -101,7 +89,7 @@ def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
     out = []
     for block in dict.fromkeys(measured["block"]):
         rows_b = measured[measured["block"] == block]
-        metrics = [m for m in block_metrics(run, block, set(rows_b["metric"]))
+        metrics = [m for m in block_metrics(run.manifest, block, set(rows_b["metric"]))
                    if info(m).higher_is_better is not None]
         for pkey in dict.fromkeys(rows_b["parameters"]):
             for metric in metrics:

@@ -17,9 +17,9 @@ from math import isfinite
 from statistics import median
 from typing import Any
 
-from perfpages.analysis import decision
+from perfpages.analysis import decision, noise
 from perfpages.analysis.decision import Cell, Change
-from perfpages.analysis.method import fingerprint_differences, format_percent
+from perfpages.analysis.method import block_metrics, fingerprint_differences, format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.text import prose, table
 from perfpages.archive.manifest import Manifest
@@ -27,7 +27,6 @@ from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
 
 Key = tuple[str, str, str, str]  # block, parameters, label, metric
-DEFAULT_METRICS = ("throughput", "tps", "p50", "p99")  # as `bench report` picks them
 
 
 def run_cells(run: Run) -> dict[Key, Cell]:
@@ -45,33 +44,13 @@ def replay_of(manifest: Manifest) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def table_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str]:
-    """The metrics `bench report` tables for a block (report.block_metrics, from a manifest)."""
-    declared = list(manifest.block(block).metrics)
-    if declared:  # a block whose every window failed has none of them: show what there is
-        return [m for m in declared if m in present] or sorted(present)
-    chosen = [m for m in DEFAULT_METRICS if m in present]
-    if "throughput" in chosen and "tps" in chosen:
-        chosen.remove("tps")
-    return chosen or sorted(present)
-
-
 def label_pairs(manifest: Manifest) -> list[tuple[str, str, bool]]:
     """(base, other, A/A) as `bench report` pairs labels: every label against the first, then
-    the pairs of labels that ran the same build (report.same_builds)."""
+    the pairs of labels that ran the same build (noise.same_builds)."""
     names = list(manifest.labels)
-    pairs = [(names[0], other, False) for other in names[1:]]
-
-    def build(name: str) -> dict[str, Any]:
-        spec = manifest.labels[name].to_json()
-        spec.pop("description", None)
-        return spec
-
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            if build(a) == build(b):
-                pairs = [p for p in pairs if p[:2] != (a, b)] + [(a, b, True)]
-    return pairs
+    same = noise.same_builds(manifest)
+    return [(names[0], other, False) for other in names[1:] if (names[0], other) not in same] + [
+        (a, b, True) for a, b in same]
 
 
 def _stats(cell: Cell) -> dict[str, Any]:
@@ -139,7 +118,7 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
     present: dict[str, set[str]] = {}
     for block, _, _, metric in a:
         present.setdefault(block, set()).add(metric)
-    shown = {block: table_metrics(original, block, metrics) for block, metrics in present.items()}
+    shown = {block: block_metrics(original, block, metrics) for block, metrics in present.items()}
     cells = []
     for key in _table_order(a, original, shown):
         cell, other = a[key], b.get(key)
