@@ -70,8 +70,9 @@ NOTES = ("subject: gunicorn, 1 gthread worker, 8 threads; its stdout and stderr 
 EXTRAS = "queryapigate[server,postgres,flow]"
 # Benchmark keys: the configuration holds only their sha256; they never reach an archive.
 KEYS = {"plain": "qag-bench-plain-0123456789abcdef", "governed": "qag-bench-governed-0123456789ab"}
+# gunicorn formats its access line in glogging.py: that is Logging, not gunicorn's HTTP work.
 FLAME_RULES = (
-    ("Logging", r"logging/|queryapigate/(accesslog|logging_setup)\.py"),
+    ("Logging", r"logging/|gunicorn/glogging\.py|queryapigate/(accesslog|logging_setup)\.py"),
     ("Data query: psycopg2 and the pool", r"psycopg2|queryapigate/(pool|db|engine|runners)\.py"),
     ("Store layer: the key, the query and the connection",
      r"queryapigate/(store|apikeys|metacache|databases|definitions|configcode)\.py"),
