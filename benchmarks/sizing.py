@@ -7,11 +7,10 @@ max_worker_processes = that + 8. SIZING_MEMORY_LIMIT (default 4GiB) and SIZING_P
 
 The data set is sky's catalogue at 3,000,000 sources (its loader, seed and indexes): on disk the
 table is 172 MB and its indexes 316 MB (primary key 64 MB, GiST 252 MB), 489 MB in all. That is
-nearly four times stock's shared_buffers (128MB) and fits in the sized 1GB (a 4GiB limit). The
-table is also under a quarter of the sized buffers, so a sized sequential scan keeps it in
-shared_buffers, where stock reads it through a 256 kB ring (PostgreSQL's rule for scans of
-tables larger than shared_buffers / 4) and copies every page in again from the OS cache.
-Loading it takes about 5 minutes on two busy cores, once: the loaded cluster is cached.
+nearly four times stock's shared_buffers (128MB) and fits in the sized 1GB (a 4GiB limit):
+stock's buffers cannot even hold the table, so every scan reads at least a quarter of it again
+from the OS cache; sized keeps all of it. Loading it took 2½ to 5 minutes on two busy cores,
+once: the loaded cluster is cached (about 1.3 GB under the cache's clusters/).
 
 Blocks: `mix`, sky's 70 % id lookups and 30 % cone searches at 1-32 clients; and `aggregate`,
 a parallel aggregate (Gather over a Parallel Seq Scan, 2 workers planned) at 1, 4, 8 and 16
