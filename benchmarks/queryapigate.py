@@ -12,7 +12,7 @@ diagnostics/BLOCK/LABEL/server.log, a plain file: every log line is one write to
 
 What each label logs per call (the releases' code: app.py's after_request, engine.py, and
 gunicorn_conf.py; the label's env sets 0.43.0's two switches explicitly, so the shell's
-environment can never turn them):
+environment can never flip them):
 
 - 0.42.0: a request line ("GET /q/account_by_aid -> 200 in 1.2ms") and a query line
   ("Executing on bench (postgres) ...: SELECT ...") at INFO on stderr, hard-wired: 0.42.0 has no
