@@ -6,8 +6,28 @@ lookup by primary key, a 100-row page and a single-row write, a plain key and a 
 server, one per label. Each label is the PyPI release, installed from its exact artifact.
 
 The subject runs as the Docker image runs it: gunicorn, one gthread worker, 8 threads (0.42.0
-needs --threads; 0.43.0 reads QUERYAPIGATE_THREADS), access log and request log lines off on
-both, --no-control-socket so that instances never share gunicorn's control socket.
+needs --threads; 0.43.0 reads QUERYAPIGATE_THREADS), --no-control-socket so that instances never
+share gunicorn's control socket. Its stdout and stderr go to the run's
+diagnostics/BLOCK/LABEL/server.log, a plain file: every log line is one write to it.
+
+What each label logs per call (the releases' code: app.py's after_request, engine.py, and
+gunicorn_conf.py; the label's env sets 0.43.0's two switches explicitly, so the shell's
+environment can never flip them):
+
+- 0.42.0: a request line ("GET /q/account_by_aid -> 200 in 1.2ms") and a query line
+  ("Executing on bench (postgres) ...: SELECT ...") at INFO on stderr, hard-wired: 0.42.0 has no
+  switch. Its gunicorn_conf sets no access log.
+- 0.43.0 (and its A/A twin 0.43.0-again): the release's defaults, QUERYAPIGATE_LOG_REQUESTS=on
+  and QUERYAPIGATE_ACCESS_LOG=on: the same two lines, plus gunicorn's access line on stdout.
+  What a deployment gets, and what a wrk measurement of the two releases as shipped compares.
+- 0.43.0-noaccess: request and query lines, no access log: exactly 0.42.0's lines, so 0.43.0's
+  code against 0.42.0's at equal logging.
+- 0.43.0-quiet: both switches off, no line per call (what the v1 run called 0.43.0).
+- 0.43.0+cache: 0.43.0-quiet with the metadata cache (QUERYAPIGATE_METADATA_CACHE_TTL=5).
+
+So 0.43.0 vs 0.42.0 is the release as shipped (one more line per call), 0.43.0-noaccess vs
+0.42.0 the code at equal logging, 0.43.0-quiet vs 0.43.0 what the logging costs, and
+0.43.0-again vs 0.43.0 the run's noise floor (`bench report` finds the pair: same build).
 """
 
 from __future__ import annotations
@@ -35,11 +55,24 @@ from perfpages import (
 from perfpages.errors import PerfpagesError
 
 HERE = Path(__file__).parent / "queryapigate"
+# 0.43.0's two logging switches (0.42.0 has neither): request and query lines (INFO, stderr),
+# gunicorn's access line (stdout). Set explicitly on every 0.43.0 label, on or off.
+SHIPPED = {"QUERYAPIGATE_LOG_REQUESTS": "on", "QUERYAPIGATE_ACCESS_LOG": "on"}
+NO_ACCESS = {"QUERYAPIGATE_LOG_REQUESTS": "on", "QUERYAPIGATE_ACCESS_LOG": "off"}
+QUIET = {"QUERYAPIGATE_LOG_REQUESTS": "off", "QUERYAPIGATE_ACCESS_LOG": "off"}
+NOTES = ("subject: gunicorn, 1 gthread worker, 8 threads; its stdout and stderr go to "
+         "diagnostics/BLOCK/LABEL/server.log (a file). Lines logged per call: 0.42.0 a request "
+         "line and a query line (INFO, no switch; no access log); 0.43.0 and 0.43.0-again "
+         "(the A/A pair) the release's defaults, QUERYAPIGATE_LOG_REQUESTS=on and "
+         "QUERYAPIGATE_ACCESS_LOG=on: the same two lines plus gunicorn's access line; "
+         "0.43.0-noaccess the request and query lines only (0.42.0's logging); 0.43.0-quiet and "
+         "0.43.0+cache none (both switches off; +cache: QUERYAPIGATE_METADATA_CACHE_TTL=5).")
 EXTRAS = "queryapigate[server,postgres,flow]"
 # Benchmark keys: the configuration holds only their sha256; they never reach an archive.
 KEYS = {"plain": "qag-bench-plain-0123456789abcdef", "governed": "qag-bench-governed-0123456789ab"}
+# gunicorn formats its access line in glogging.py: that is Logging, not gunicorn's HTTP work.
 FLAME_RULES = (
-    ("Logging", r"logging/|queryapigate/(accesslog|logging_setup)\.py"),
+    ("Logging", r"logging/|gunicorn/glogging\.py|queryapigate/(accesslog|logging_setup)\.py"),
     ("Data query: psycopg2 and the pool", r"psycopg2|queryapigate/(pool|db|engine|runners)\.py"),
     ("Store layer: the key, the query and the connection",
      r"queryapigate/(store|apikeys|metacache|databases|definitions|configcode)\.py"),
@@ -79,13 +112,13 @@ def _store_db(label: str) -> str:
 
 
 def _env(b, target, work: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The subject's settings; the label's env (its logging switches, the cache) last."""
     return {
-        **os.environ, **b.env,
+        **target.env(),  # PGPASSWORD for an external server: libpq reads it for both databases
         "QUERYAPIGATE_DATABASE_URL": target.public(_store_db(b.label.name)),
         "QUERYAPIGATE_HOME": str(work / "home"),
         "QUERYAPIGATE_ALLOW_WRITES": "true",
-        "QUERYAPIGATE_ACCESS_LOG": "off",
-        "QUERYAPIGATE_LOG_REQUESTS": "off",
+        **b.env,
     }
 
 
@@ -96,13 +129,14 @@ def prepare(b, target, work: Path) -> None:  # type: ignore[no-untyped-def]
         conn.execute(f'DROP DATABASE IF EXISTS "{store}"')
         conn.execute(f'CREATE DATABASE "{store}"')
     config = Template((HERE / "bench-config.yaml").read_text()).substitute(
-        host=target.host, port=target.port, database=target.dbname,
+        host=target.host, port=target.port, user=target.user, database=target.dbname,
         plain_sha256=_sha(KEYS["plain"]), governed_sha256=_sha(KEYS["governed"]))
     (work / "home").mkdir(parents=True, exist_ok=True)
     path = work / "bench-config.yaml"
     path.write_text(config)
     done = subprocess.run([str(b.venv / "bin" / "queryapigate"), "config", "apply", str(path)],
-                          env=_env(b, target, work), capture_output=True, text=True)
+                          env={**os.environ, **_env(b, target, work)}, capture_output=True,
+                          text=True)
     if done.returncode != 0:
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
         raise PerfpagesError(f"queryapigate config apply failed: {last}",
@@ -143,17 +177,29 @@ def closed(call: str, callers: int, rows: int, **params: str | int) -> HttpCase:
     return HttpCase({"call": call, "callers": callers, **params}, load)
 
 
+def labels() -> tuple[LabelSpec, ...]:
+    """0.42.0 (the base) and 0.43.0 under each logging, its defaults twice (the A/A pair)."""
+    def release(version: str, name: str, env: dict[str, str], text: str) -> LabelSpec:
+        return LabelSpec(name, package=f"{EXTRAS}=={version}", env=env, description=text)
+
+    return (
+        release("0.42.0", "0.42.0", {}, "0.42.0: a request and a query line per call (no switch)"),
+        release("0.43.0", "0.43.0", SHIPPED, "0.43.0 as shipped: request, query and access lines"),
+        release("0.43.0", "0.43.0-again", SHIPPED,
+                "A/A: 0.43.0 again, the same build and settings (the noise floor)"),
+        release("0.43.0", "0.43.0-noaccess", NO_ACCESS,
+                "0.43.0 logging as 0.42.0: request and query lines, no access log"),
+        release("0.43.0", "0.43.0-quiet", QUIET, "0.43.0 with no line per call"),
+        release("0.43.0", "0.43.0+cache", {**QUIET, "QUERYAPIGATE_METADATA_CACHE_TTL": "5"},
+                "0.43.0-quiet with the metadata cache (5 s)"),
+    )
+
+
 def suite(quick: bool) -> Suite:
     rows = 100_000 if quick else 1_000_000
     window = 2.0 if quick else 8.0
-    cold_s = 5.0 if quick else 60.0
-    labels = (
-        LabelSpec("0.42.0", package=f"{EXTRAS}==0.42.0", description="the 0.42.0 release"),
-        LabelSpec("0.43.0", package=f"{EXTRAS}==0.43.0", description="the 0.43.0 release"),
-        LabelSpec("0.43.0+cache", package=f"{EXTRAS}==0.43.0",
-                  env={"QUERYAPIGATE_METADATA_CACHE_TTL": "5"},
-                  description="0.43.0 with the metadata cache (5 s)"),
-    )
+    # The reference's once-a-minute spike (0.42.0's governed key, at t = 61 s) needs > 61 s.
+    cold_s = 5.0 if quick else 80.0
     calls = ("lookup-plain", "lookup-governed", "page", "write")
 
     def shares(turn: HttpTurn, share: float) -> Load:
@@ -173,44 +219,52 @@ def suite(quick: bool) -> Suite:
                         lambda turn: shares(turn, pct / 100))
 
     capacity = closed("lookup-plain", 32, rows)
+    # Each block runs the labels its question needs (all six only in the headline block): a
+    # full run stays under an hour (the arithmetic: docs/guide/suites.md).
     blocks = (
         HttpBlockSpec("calls", tuple(closed(c, 32, rows) for c in calls),
                       title="One worker, 32 callers",
                       description="closed loop, 32 callers, each call for one window",
                       metrics=("throughput", "p50", "p99")),
         HttpBlockSpec("one-caller", tuple(closed(c, 1, rows) for c in calls[:2]),
-                      title="One caller at a time", metrics=("p50", "p99", "throughput")),
+                      title="One caller at a time", metrics=("p50", "p99", "throughput"),
+                      labels=("0.42.0", "0.43.0", "0.43.0-quiet", "0.43.0+cache")),
         HttpBlockSpec("load", (
             HttpCase({"mode": "capacity", "callers": 32}, capacity.load, capacity=True),
             *(open_case(p) for p in (25, 50, 75, 90, 100))),
-            title="Latency against offered load",
+            title="Latency against offered load: what the log lines cost in the tail",
             description="open loop at a share of the capacity measured in the same turn "
                         "(32 callers, plain lookup); latency from the intended start",
-            metrics=("p50", "p99", "p99.9", "achieved_rate"), labels=("0.43.0", "0.43.0+cache")),
+            metrics=("p50", "p99", "p99.9", "achieved_rate"), labels=("0.43.0", "0.43.0-quiet")),
         HttpBlockSpec("threads", tuple(
             HttpCase({"threads": n, "callers": 32}, closed("lookup-plain", 32, rows).load,
                      env={"QUERYAPIGATE_THREADS": str(n)}) for n in (1, 2, 4, 8)),
-            title="Threads per worker (0.43.0, plain lookup, 32 callers)",
+            title="Threads per worker (0.43.0 as shipped, plain lookup, 32 callers)",
             metrics=("throughput", "p99"), labels=("0.43.0",)),
         HttpBlockSpec("cold-path", (cold("lookup-governed"), cold("lookup-plain")),
                       title=f"The cold path ({cold_s:g} s at 8 callers, every request kept)",
+                      description="one window per key from the subject's start: the first "
+                                  "call, and 0.42.0's governed key re-reading the schema after "
+                                  "60 s",
                       metrics=("p50", "p99", "p99.9", "p99.99", "max"),
                       labels=("0.42.0", "0.43.0"), rounds=1, window_s=cold_s),
         HttpBlockSpec("profile", (closed("lookup-plain", 32, rows),),
                       title="Where the CPU goes (py-spy attached, one round)",
-                      labels=("0.43.0", "0.43.0+cache"), rounds=1, flamegraph=True,
+                      labels=("0.42.0", "0.43.0", "0.43.0-noaccess", "0.43.0-quiet",
+                              "0.43.0+cache"), rounds=1, flamegraph=True,
                       flame_rules=FLAME_RULES),
     )
     size = f"{rows:,} accounts"
     return Suite(
         name="queryapigate",
-        title=("QueryAPIGate 0.42.0 vs 0.43.0 on PostgreSQL, one worker (" + size +
+        title=("QueryAPIGate 0.42.0 vs 0.43.0 on PostgreSQL, one worker, logging as shipped "
+               "and off (" + size +
                (", quick sizes: 2 rounds of 2 s windows)" if quick else ", 8 s windows)")),
-        labels=labels, blocks=blocks,
+        labels=labels(), blocks=blocks,
         dataset=DataSet("pgbench-tables", rows=rows, load=load_pgbench_tables, seed=0),
         service=Service(spec=spec, prepare=prepare),
         rounds=2 if quick else 5, warmup_s=1.0 if quick else 3.0, window_s=window,
         floor_s=2.0 if quick else 4.0, min_rounds=2 if quick else 5,
         scope="quick" if quick else "full",
-        notes="subject: gunicorn, 1 gthread worker, 8 threads, access and request logs off",
+        notes=NOTES,
     )

