@@ -137,6 +137,19 @@ def test_fail_on_loss_through_the_command_line(tmp_path: Path) -> None:
         "any change is a clear loss)"]
 
 
+def test_an_a_a_pair_apart_is_noise_not_a_loss(tmp_path: Path) -> None:
+    """Identical builds that differ clearly are flagged as a noisy machine; --fail-on loss
+    fails only on a loss between different builds."""
+    generate(tmp_path, Spec(run_id="2026-11-09-synthetic-twins", labels={"base": 1.0,
+                            "again": 0.8}, same={"again": "base"}))
+    data = build(open_run(tmp_path / "2026-11-09-synthetic-twins"))
+    assert any(row[-1] == "clear loss" for row in data["changes"]["rows"])  # shown as measured
+    assert data["losses"] == []
+    assert any("identical builds" in w or "A/A" in w for w in data["warnings"])
+    proc = cli("bench.report", "--results", str(tmp_path), "--fail-on", "loss")
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_cite_through_the_command_line_links_only_with_a_site_url() -> None:
     linked = cli("bench.cite", "sky-quick")  # mkdocs.yml has a site_url
     assert linked.returncode == 0, linked.stderr

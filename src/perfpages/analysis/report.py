@@ -235,6 +235,9 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     rounds = m.method.rounds
     floors, knees = drift(run, frame), saturation.knees(frame)
     sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
+    # An A/A pair's clear difference is the machine's noise, flagged in the noise floor: never a
+    # loss that fails CI (with 3 rounds, 1 comparison in 10 would).
+    twins = {f"{b} vs {a}" for a, b in noise.same_builds(m)} if not cross else set()
     aa = noise_floor(run, frame, min_rounds) if not cross else []
     checks, shared = preflight.read(run.path), window_load(run)
     busy = load_warnings(checks, shared)
@@ -265,7 +268,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         + [f"preflight {preflight.line(r)}" for r in checks],
         "warnings": warnings(run, frame, found, floors, knees) + flagged,
         "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
-                   if c.clear and c.better is False],
+                   if c.clear and c.better is False and pair not in twins],
     }
 
 
