@@ -182,11 +182,13 @@ def labels() -> tuple[LabelSpec, ...]:
     def release(version: str, name: str, env: dict[str, str], text: str) -> LabelSpec:
         return LabelSpec(name, package=f"{EXTRAS}=={version}", env=env, description=text)
 
+    shipped = release("0.43.0", "0.43.0", SHIPPED,
+                      "0.43.0 as shipped: request, query and access lines")
     return (
         release("0.42.0", "0.42.0", {}, "0.42.0: a request and a query line per call (no switch)"),
-        release("0.43.0", "0.43.0", SHIPPED, "0.43.0 as shipped: request, query and access lines"),
-        release("0.43.0", "0.43.0-again", SHIPPED,
-                "A/A: 0.43.0 again, the same build and settings (the noise floor)"),
+        shipped,
+        shipped.again("0.43.0-again",
+                      "A/A: 0.43.0 again, the same build and settings (the noise floor)"),
         release("0.43.0", "0.43.0-noaccess", NO_ACCESS,
                 "0.43.0 logging as 0.42.0: request and query lines, no access log"),
         release("0.43.0", "0.43.0-quiet", QUIET, "0.43.0 with no line per call"),

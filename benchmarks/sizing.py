@@ -72,12 +72,12 @@ def suite(quick: bool) -> Suite:
         name="sizing",
         title=f"Server sizing: stock settings vs sized for {limit} ({rows:,} sources"
               + (", quick sizes: 3 rounds of 5 s windows)" if quick else ")"),
-        labels=(LabelSpec("stock", package=POSTGRES_PIN, description="PostgreSQL's defaults"),
+        labels=(stock := LabelSpec("stock", package=POSTGRES_PIN,
+                                   description="PostgreSQL's defaults"),
                 LabelSpec("sized", package=POSTGRES_PIN, pg_settings=sized,
                           description=f"derived from a {limit} limit and a pool of {pool}"),
-                LabelSpec("stock-again", package=POSTGRES_PIN,
-                          description="A/A: stock again, the same build and settings "
-                                      "(the noise floor)")),
+                stock.again("stock-again", "A/A: stock again, the same build and settings "
+                                           "(the noise floor)")),
         blocks=(sky.mix_block(rows), aggregate_block(rows)),
         dataset=data,
         rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 30,

