@@ -127,12 +127,16 @@ def test_resume_refuses_a_live_writer(cache: Path, tmp_path: Path) -> None:
     proc = start(cache, tmp_path)
     try:
         run_dir = wait_for_windows(tmp_path, proc, 1)
+        # Stopped, the writer lives and holds its lock, but cannot finish the run before the
+        # second command looks (on a loaded machine the tiny run otherwise might).
+        proc.send_signal(signal.SIGSTOP)
         done = invoke(cache, "bench.run", "--suite", "tiny", "--resume", run_dir.name,
                       "--results", str(tmp_path))
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
         assert done.returncode == 1 and len(lines) == 1, done.stderr
         assert f"being written by pid {proc.pid} on " in lines[0]
     finally:
+        proc.send_signal(signal.SIGCONT)
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=120)
     assert proc.returncode == 130 and read_manifest(run_dir).status == "partial"

@@ -67,8 +67,11 @@ def names(run_dir: Path, pattern: str) -> list[str]:
 
 def _too_large(path: Path, limit: int) -> ArchiveError:
     what = "decompresses to" if path.name.endswith(GZ) else "is"
+    # Past MAX_PLAIN_BYTES no run of perfpages' wrote it; below, it is only too big to load whole.
+    fix = ("this is not a file perfpages wrote: " + _FIX if limit >= MAX_PLAIN_BYTES else
+           "too large to load whole: read it with `zcat`, or from the run page's excerpt")
     return ArchiveError(f"{what} more than {limit >> 20} MiB", where=one_line(str(path)),
-                        fix="this is not a file perfpages wrote: " + _FIX)
+                        fix=fix)
 
 
 def _corrupt(path: Path, why: str) -> ArchiveError:
