@@ -66,8 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_TMP] = root
 
 
-HEAVY = ("postgres", "network")  # such a test takes from seconds to minutes, others about one
-HEAVY_WEIGHT = 20
+# A test marked postgres or network takes from ten seconds to minutes (a replay, a venv from
+# PyPI; test_adopt does both), the others a tenth of a second to a few: weights in that ratio.
+HEAVY = ("postgres", "network")
+HEAVY_WEIGHT = 400  # per heavy marker; 1 for every test
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -81,8 +83,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     weight: Counter[str] = Counter()
     for item in items:
-        heavy = any(item.get_closest_marker(name) for name in HEAVY)
-        weight[unit(item)] += HEAVY_WEIGHT if heavy else 1
+        heavy = sum(item.get_closest_marker(name) is not None for name in HEAVY)
+        weight[unit(item)] += 1 + HEAVY_WEIGHT * heavy
     items.sort(key=lambda item: -weight[unit(item)])  # stable: a file's own order is kept
 
 
