@@ -6,13 +6,13 @@ process and every child it starts): embedded PostgreSQL data directories, subjec
 directories and pytest's tmp_path all land there, so `leftover_servers(session_tmp)` judges only
 servers this session started, never a replay running beside it.
 
-Under pytest-xdist (`pytest -n 2`) each worker is a session of its own: it inherits the
+Under pytest-xdist (`pytest -n 3`) each worker is a session of its own: it inherits the
 controller's TMPDIR and makes its root inside it (`perfpages-tests-gw0-…`), so a worker's
 `leftovers` count only its own servers, never the other worker's, and the controller keeps its
 whole tree when any worker left a server running. Tests are handed out a file at a time
 (`--dist loadfile` in pyproject.toml): a module-scoped fixture (a replay several tests read) is
 built once, by the one worker that runs that file. The heaviest files go first (tests marked
-`postgres` or `network` weigh most): the last file handed out is a light one, so neither worker
+`postgres` or `network` weigh most): the last file handed out is a light one, so no worker
 waits long for the other at the end. A test that starts PostgreSQL or installs from PyPI must
 carry its marker, for this as for the fast loop (`-m "not postgres and not network"`).
 
