@@ -6,6 +6,16 @@ process and every child it starts): embedded PostgreSQL data directories, subjec
 directories and pytest's tmp_path all land there, so `leftover_servers(session_tmp)` judges only
 servers this session started, never a replay running beside it.
 
+Under pytest-xdist (`pytest -n 3`) each worker is a session of its own: it inherits the
+controller's TMPDIR and makes its root inside it (`perfpages-tests-gw0-…`), so a worker's
+`leftovers` count only its own servers, never the other worker's, and the controller keeps its
+whole tree when any worker left a server running. Tests are handed out a file at a time
+(`--dist loadfile` in pyproject.toml): a module-scoped fixture (a replay several tests read) is
+built once, by the one worker that runs that file. The heaviest files go first (tests marked
+`postgres` or `network` weigh most): the last file handed out is a light one, so no worker
+waits long for the other at the end. A test that starts PostgreSQL or installs from PyPI must
+carry its marker, for this as for the fast loop (`-m "not postgres and not network"`).
+
 The cache (PERFPAGES_CACHE) stays shared between sessions, decided per subdirectory:
 - pg/: the embedded PostgreSQL binaries, keyed by wheel version, published by an atomic rename;
 - venvs/: build venvs keyed by the resolved pin, built under a lock (builds.py), so the
@@ -21,6 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,15 +47,45 @@ SESSION_TMP = pytest.StashKey[Path]()
 FAILED = pytest.StashKey[bool]()
 
 
+def worker_id(config: pytest.Config) -> str | None:
+    """`gw0`, `gw1`… in an xdist worker (xdist sets workerinput before configuring it)."""
+    return getattr(config, "workerinput", {}).get("workerid")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Give the session its own temporary root before anything (tmp_path included) uses one."""
     _SAVED.update(TMPDIR=os.environ.get("TMPDIR"), PERFPAGES_CACHE=os.environ.get(
         "PERFPAGES_CACHE"), tempdir=tempfile.tempdir)
     os.environ["PERFPAGES_CACHE"] = str(cache_dir().absolute())  # the same for every child
-    root = Path(tempfile.mkdtemp(prefix="perfpages-tests-"))
+    worker = worker_id(config)
+    # A worker's TMPDIR is the controller's root (inherited): its own root is made inside it.
+    root = Path(tempfile.mkdtemp(prefix=f"perfpages-tests-{worker}-" if worker else
+                                 "perfpages-tests-"))
     root.chmod(0o711)  # as root, the PostgreSQL server user traverses it to its data directory
     os.environ["TMPDIR"] = tempfile.tempdir = str(root)
     config.stash[SESSION_TMP] = root
+
+
+# A test marked postgres or network takes from ten seconds to minutes (a replay, a venv from
+# PyPI; test_adopt does both), the others a tenth of a second to a few: weights in that ratio.
+HEAVY = ("postgres", "network")
+HEAVY_WEIGHT = 400  # per heavy marker; 1 for every test
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker: the files heaviest first. Every worker sorts the same collection the
+    same way, and `--no-loadscope-reorder` makes xdist hand out the files in this order."""
+    if not worker_id(config):
+        return
+
+    def unit(item: pytest.Item) -> str:  # xdist's loadfile unit: the node id up to its first ::
+        return item.nodeid.split("::", 1)[0]
+
+    weight: Counter[str] = Counter()
+    for item in items:
+        heavy = sum(item.get_closest_marker(name) is not None for name in HEAVY)
+        weight[unit(item)] += 1 + HEAVY_WEIGHT * heavy
+    items.sort(key=lambda item: -weight[unit(item)])  # stable: a file's own order is kept
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -60,8 +101,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         else:
             os.environ[name] = saved
     tempfile.tempdir = _SAVED.get("tempdir")
-    # A failed session keeps its files (the failures name them); so does a server left running.
-    if root is not None and not config.stash.get(FAILED, True) and not leftover_servers(root):
+    # A failed session keeps its files (the failures name them); so does a server left running
+    # anywhere under the root (a worker's root is inside the controller's: data_prefix "").
+    if root is not None and not config.stash.get(FAILED, True) and not leftover_servers(
+            root, data_prefix=""):
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -129,8 +129,10 @@ def adopter_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheel = next((base / "dist").glob("perfpages-*.whl"))
     venv = base / "venv"
     run([sys.executable, "-m", "venv", str(venv)], base, env)
-    run([str(venv / "bin/pip"), "install", "-q", f"{wheel}[docs]", "pytest"], base, env,
-        timeout=900)
+    # --no-compile: the bytecode of every file of pandas, numpy and mkdocs is most of the
+    # install's CPU; Python compiles what the adopter's commands import, when they import it.
+    run([str(venv / "bin/pip"), "install", "-q", "--no-compile", f"{wheel}[docs]", "pytest"],
+        base, env, timeout=900)
     return venv
 
 

@@ -23,6 +23,7 @@ import pytest
 from perfpages.archive.reader import LOCK_FILE, read_manifest, verify
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.postgres  # every test here replays the tiny suite
 
 
 @pytest.fixture(scope="module")

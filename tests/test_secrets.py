@@ -67,6 +67,7 @@ def suite(quick):
 '''
 
 
+@pytest.mark.postgres
 def test_a_run_and_its_site_hold_no_secret(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     secrets = ["label-token-value-1", "notes-secret-2", "cmd-secret-3", "env-secret-4"]
