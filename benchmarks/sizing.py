@@ -80,7 +80,7 @@ def suite(quick: bool) -> Suite:
                                            "(the noise floor)")),
         blocks=(sky.mix_block(rows), aggregate_block(rows)),
         dataset=data,
-        rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 30,
+        rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 20,
         min_rounds=3 if quick else 5, scope="quick" if quick else "full",
         notes=(f"data set: sky's catalogue, {rows:,} sources, {SIZE[rows]}; stock "
                f"shared_buffers 128MB, sized {sized['shared_buffers']}. stock-again is stock's "

@@ -92,7 +92,7 @@ def suite(quick: bool) -> Suite:
                 pg18.again("pg18-again", "A/A: pg18 again, the same build (the noise floor)")),
         blocks=(mix_block(data.rows),),
         dataset=data,
-        rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 60,
+        rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 30,
         min_rounds=3 if quick else 5, scope="quick" if quick else "full",
         notes="pg18-again is pg18's A/A twin: the same pin and settings, measured in the same "
               "interleaved rounds; their difference is the run's noise floor.",
