@@ -173,7 +173,7 @@ def test_list_shows_what_a_replay_replays(original: Path, replayed: Path) -> Non
     ({"clients": (1, 2)}, "blocks.lookup.clients",
      "the suite runs clients 1, 2, run {id} measured 1"),
     ({"metrics": ("throughput",)}, "blocks.lookup.metrics", "the suite declares throughput"),
-])
+], ids=["env", "pg_settings", "package", "clients", "metrics"])  # the same in every xdist worker
 def test_a_suite_that_changed_is_one_line(original: Path, tmp_path: Path,
                                           changes: dict[str, object], key: str,
                                           needle: str) -> None:
