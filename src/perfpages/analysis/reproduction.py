@@ -38,12 +38,6 @@ def run_cells(run: Run) -> dict[Key, Cell]:
     return _cells(frame) if not frame.empty else {}
 
 
-def replay_of(manifest: Manifest) -> str | None:
-    """The run a run replays (`replay_of` in run.json), None for a run that replays none."""
-    value = getattr(manifest, "replay_of", None)  # optional: older runs have no such key
-    return value if isinstance(value, str) and value else None
-
-
 def label_pairs(manifest: Manifest) -> list[tuple[str, str, bool]]:
     """(base, other, A/A) as `bench report` pairs labels: every label against the first, then
     the pairs of labels that ran the same build (noise.same_builds)."""
@@ -61,7 +55,7 @@ def _stats(cell: Cell) -> dict[str, Any]:
 
 def _side(m: Manifest) -> dict[str, Any]:
     return {"id": m.id, "title": m.title, "suite": m.suite, "scope": m.scope,
-            "status": m.status, "started": m.started, "replay_of": replay_of(m)}
+            "status": m.status, "started": m.started, "replay_of": m.replay_of}
 
 
 def _change(c: Change) -> dict[str, Any]:
@@ -113,7 +107,7 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
     """Every cell both runs have (the metrics the report tables) and every change the report
     computes, on both runs, with the summary figures; raises for runs of two suites."""
     check_pair(original, second)
-    is_replay = replay_of(second) == original.id
+    is_replay = second.replay_of == original.id
     name = "the replay" if is_replay else f"run {second.id}"
     present: dict[str, set[str]] = {}
     for block, _, _, metric in a:

@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import quote
 
 from perfpages.analysis.decision import AA_SPREAD
-from perfpages.analysis.reproduction import replay_of
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.preflight import line
@@ -303,7 +302,7 @@ class RunPages:
         entries = [self.entry(d) for d in find_runs(self.results_dir)]
         replays: dict[str, list[str]] = {}
         for e in entries:
-            original = replay_of(e.manifest) if e.manifest else None
+            original = e.manifest.replay_of if e.manifest else None
             if original:
                 replays.setdefault(original, []).append(e.id)
         for e in entries:
@@ -326,7 +325,7 @@ class RunPages:
     def reproduction(self, m: Manifest, replays: list[str]) -> str:
         """The Reproduction section of a run's page: its replays, or what its replay of
         another run reproduced; "" for a run that is neither."""
-        original = replay_of(m)
+        original = m.replay_of
         if original is None and not replays:
             return ""
         out = ["", "## Reproduction", ""]
