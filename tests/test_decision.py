@@ -83,7 +83,23 @@ def test_rounding_never_decides() -> None:
     base, other = Cell((100.01, 100.02, 100.03, 100.04, 100.02)), \
         Cell((100.06, 100.07, 100.08, 100.09, 100.07))
     assert Change("throughput", base, other).verdict == "clear gain"
-    assert decision.drifted(100.0, 110.4, 0.10) and not decision.drifted(100.0, 109.9, 0.10)
+    assert decision.drifted(Cell((100.0,)), Cell((110.4,)), 0.10)
+    assert not decision.drifted(Cell((100.0,)), Cell((109.9,)), 0.10)
     assert Drift("b", "tps", Cell((100.0,)), Cell((110.4,)), 0.10).flagged
     assert decision.saturated(0.099, 0.51) and not decision.saturated(0.10, 0.51)
     assert decision.within(9.96, 9.96, 10.0) and not decision.within(9.96, 10.0, 20.0)
+
+
+def test_a_floor_drifts_when_beyond_the_threshold_and_its_own_noise() -> None:
+    """Floors are one-second windows: a move inside their second-to-second range is not drift."""
+    quiet = Cell((14_600.0, 15_000.0, 16_300.0, 17_000.0))
+    faster = Cell((16_600.0, 18_400.0, 19_500.0, 20_400.0))  # +21 %, ranges overlap
+    assert not decision.drifted(quiet, faster, 0.10)
+    apart = Cell((17_500.0, 17_600.0, 17_700.0, 17_800.0))  # +13 %, apart
+    assert decision.drifted(quiet, apart, 0.10)
+    near = Cell((17_100.0, 17_200.0, 17_300.0, 17_400.0))  # +10 %: apart, within 11 %
+    assert not decision.drifted(quiet, near, 0.11)
+    assert decision.drifted(quiet, Cell((0.0, 0.0)), 0.10)  # a floor that measured nothing
+    assert decision.drifted(Cell((0.0,)), quiet, 0.10)
+    assert Drift("b", "tps", quiet, apart, 0.10).flagged
+    assert not Drift("b", "tps", quiet, faster, 0.10).flagged

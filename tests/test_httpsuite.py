@@ -100,8 +100,11 @@ def test_floors_flamegraph_logs_and_nothing_left(http_run: Path, leftovers: Left
                                                  session_tmp: Path) -> None:
     r = open_run(http_run)
     health = [w for w in r.floors if w.params.get("floor") == "health"]
-    assert len(health) == 2 * 4 and all(w.label == FLOOR_LABEL and w.requests for w in health)
-    assert len([w for w in r.floors if "tps" in w.metrics]) == 2 * 4  # pgbench, per block
+    # Per block, a floor before and after, each two one-second windows (floor_s=1: at least 2).
+    assert len(health) == 2 * 4 * 2
+    assert all(w.label == FLOOR_LABEL and w.requests for w in health)
+    assert sorted({w.window for w in health}) == [0, 1]
+    assert len([w for w in r.floors if "tps" in w.metrics]) == 2 * 4 * 2  # pgbench, per block
     shares = json.loads((http_run / "diagnostics/profile/fast/cpu-shares.json").read_text())
     # The profile covers the whole load (2.5 s of a CPU-bound endpoint at 100 Hz).
     assert shares["samples"] >= 20 and sum(shares["shares_pct"].values()) == pytest.approx(100)

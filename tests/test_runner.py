@@ -54,8 +54,9 @@ def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
     assert measured == [(1, "a"), (1, "b"), (2, "b"), (2, "a")]  # rotated every round
     assert all(w.status == "ok" and w.requests and w.latency for w in r.measured)
     assert len([w for w in r.windows if w.kind == "warmup"]) == 4
-    floors = [w.params["position"] for w in r.floors]
-    assert floors == ["before", "after"] and all(w.label == FLOOR_LABEL for w in r.floors)
+    floors = [(w.params["position"], w.window) for w in r.floors]  # one-second windows
+    assert floors == [("before", 0), ("before", 1), ("after", 0), ("after", 1)]
+    assert all(w.label == FLOOR_LABEL and w.duration_s == 1 for w in r.floors)
     assert all(w.metrics["tps"] and w.metrics["tps"] > 0 for w in r.windows)
 
 
@@ -128,8 +129,9 @@ def test_interrupted_run_is_partial_then_resumed(tmp_path: Path,
     assert r.manifest.status == "complete"
     assert [w.to_json() for w in r.windows[:3]] == [w.to_json() for w in before]
     assert sorted((w.kind, w.round) for w in r.windows) == sorted(
-        [("floor", 0), ("floor", 0), ("warmup", 1), ("warmup", 2), ("measure", 1),
-         ("measure", 2)])
+        [("floor", 0)] * 4 + [("warmup", 1), ("warmup", 2), ("measure", 1), ("measure", 2)])
+    assert sorted((w.params["position"], w.window) for w in r.floors) == [
+        ("after", 0), ("after", 1), ("before", 0), ("before", 1)]
     with pytest.raises(PerfpagesError, match="already complete"):
         run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path, resume=run_dir.name))
 
@@ -449,3 +451,24 @@ def test_ref_pin_and_number_mistakes_on_the_command_line(tmp_path: Path, args: l
     done = invoke("--suite", "tiny", *args, results=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith(needle), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+@pytest.mark.postgres
+def test_a_floor_cut_short_is_completed_on_resume(tmp_path: Path, leftovers: Leftovers) -> None:
+    # The floor is one-second windows: a run interrupted after the first second of its first
+    # floor measures only the second it lacks when resumed.
+    def stop_after_one(w: Window) -> None:
+        raise KeyboardInterrupt
+
+    opts = Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, labels=["a"],
+                   on_window=stop_after_one)
+    with pytest.raises(PerfpagesError, match="partial"):
+        run(opts, quiet())
+    run_dir = next(tmp_path.iterdir())
+    assert [(w.kind, w.window) for w in open_run(run_dir).windows] == [("floor", 0)]
+    run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path, resume=run_dir.name),
+        quiet())
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete" and leftovers() == []
+    assert [(w.params["position"], w.window) for w in r.floors] == [
+        ("before", 0), ("before", 1), ("after", 0), ("after", 1)]

@@ -75,6 +75,11 @@ class Change:
         return (self.ratio - 1.0) * 100.0
 
     @property
+    def difference(self) -> float:
+        """other − base, in the metric's unit: the same verdict, stated absolutely."""
+        return self.other.median - self.base.median
+
+    @property
     def enough_rounds(self) -> bool:
         return min(self.base.n, self.other.n) >= self.min_rounds
 
@@ -115,11 +120,15 @@ def beyond(value: float, limit: float, *, below: bool) -> bool:
     return value < limit if below else value > limit
 
 
-def drifted(before: float, after: float, threshold: float) -> bool:
-    """Floors whose medians moved by more than `threshold` (a fraction) across a block."""
-    if before <= 0 or not isfinite(after / before):
+def drifted(before: Cell, after: Cell, threshold: float) -> bool:
+    """The machine moved across a block: the floors' medians differ by more than `threshold`
+    (a fraction) and their ranges are apart — a floor measured as several one-second windows
+    carries its own second-to-second noise, and a change inside it is not drift (on a quiet
+    2-core VM, one 4-second pgbench floor against the next differs by over 10 % half the time;
+    see method.md). A floor of one value (runs archived before) is judged by the threshold."""
+    if before.median <= 0 or not isfinite(after.median / before.median):
         return True  # a floor that measured nothing is as drifted as it gets
-    return abs(after / before - 1) > threshold
+    return abs(after.median / before.median - 1) > threshold and not before.overlaps(after)
 
 
 def saturated(throughput_gain: float, p95_rise: float, *, min_gain: float = MIN_GAIN,

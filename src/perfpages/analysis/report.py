@@ -181,8 +181,8 @@ def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
         out.append({"block": block, "metric": metric, "before": float(before.median()),
                     "after": float(after.median()), "min": float(rows_m["value"].min()),
                     "max": float(rows_m["value"].max()), "drift_percent": (ratio - 1) * 100,
-                    "flagged": decision.drifted(float(before.median()), float(after.median()),
-                                                threshold)})
+                    "flagged": decision.drifted(Cell(tuple(map(float, before))),
+                                                Cell(tuple(map(float, after))), threshold)})
     return out
 
 

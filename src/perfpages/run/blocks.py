@@ -26,6 +26,12 @@ from perfpages.run.suite import Suite
 Step = Callable[[str, float], None]  # progress: what is running, seconds of the estimate done
 
 
+def floor_windows(floor_s: float) -> int:
+    """How many one-second windows a floor of `floor_s` seconds is: at least two, so that it
+    has a range (a floor is a cell like any other, and drift is decided on ranges)."""
+    return max(2, round(floor_s))
+
+
 @dataclass
 class Session:
     """What the runner shares with its block drivers: servers, the archive hook, diagnostics."""

