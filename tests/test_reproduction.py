@@ -254,9 +254,36 @@ def test_the_macro_and_the_condition_read_the_other_pages(project: Path,
     assert "- " + FAILING.replace('"', "&#34;") in text
     assert [c.holds for c in rendered.claims] == [True, False]
     assert rendered.claims[1].condition.expected == (
-        f"at least 90 % of the claims of other pages pinning {DEMO} holding on {AGAIN}")
+        f"at least 90 % of the claims of the pages pinning {DEMO} holding on {AGAIN}")
     assert rendered.claims[1].condition.data.startswith(f"1 of 2 claims hold on run {AGAIN}; "
                                                         "not: docs/perf/v1.md:9: ")
+
+
+SELF_PAGE = f"""---
+runs:
+  first: {DEMO}
+  replay: {AGAIN}
+---
+# v2
+
+{{{{ claim("v1.1 is faster.", faster("v1.0", "v1.1", run="first", block="callers")) }}}}
+
+{{{{ reproduction("first", "replay") }}}}
+"""
+
+
+def test_the_page_holding_the_macro_counts_its_own_claims(project: Path,
+                                                           tmp_path: Path) -> None:
+    # A v2 page pinning a run and its replay: how many of its own claims hold on the replay.
+    docs = tmp_path / "docs"
+    (docs / "perf").mkdir(parents=True)
+    (docs / "perf" / "v2.md").write_text(SELF_PAGE)
+    rendered = page.render_file(docs / "perf" / "v2.md", path="docs/perf/v2.md",
+                                store=RunStore(project / "results"),
+                                docs=repro.Docs(tmp_path, docs))
+    assert [c.holds for c in rendered.claims] == [True]
+    assert f"- 0 of 1 claims hold on run {AGAIN}" in rendered.markdown
+    assert "docs/perf/v2.md:8: &#34;v1.1 is faster.&#34;" in rendered.markdown
 
 
 def test_a_site_build_renders_the_macro(project: Path, tmp_path: Path) -> None:

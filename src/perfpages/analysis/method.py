@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.metric import format_number, format_value
 from perfpages.archive.manifest import Manifest
 from perfpages.errors import AnalysisError, ComparabilityError
 
@@ -17,24 +18,57 @@ if TYPE_CHECKING:  # pandas is imported where a frame is used: a site build may 
 FINGERPRINT_KEYS = ("cpu", "cores", "memory_gib", "kernel", "python", "postgresql")
 
 
-def format_percent(value: float) -> str:
-    sign = "+" if value > 0 else "−" if value < 0 else "±"
-    return f"{sign}{abs(value):.0f} %" if abs(value) >= 10 else f"{sign}{abs(value):.1f} %"
+def _sign(value: float) -> str:
+    return "+" if value > 0 else "−" if value < 0 else "±"
 
 
-def format_range(changes: Sequence[Change]) -> str:
+def format_percent(value: float, digits: int | None = None) -> str:
+    """A change in percent: whole from 10 %, one decimal below, or `digits` decimals."""
+    if digits is None:
+        digits = 0 if abs(value) >= 10 else 1
+    return f"{_sign(value)}{abs(value):.{digits}f} %"
+
+
+def format_range(changes: Sequence[Change], digits: int | None = None) -> str:
     """The range of several changes as a page prints it: "+6–10 %", "−3 to +5 %", "+8 %"."""
     if not changes:
         raise AnalysisError("no changes to summarise")
-    lo = min(c.percent for c in changes)
-    hi = max(c.percent for c in changes)
-    if round(lo) == round(hi):
-        return format_percent(lo) if len(changes) == 1 else format_percent((lo + hi) / 2)
-    if lo >= 0 or hi <= 0:
-        sign = "+" if lo >= 0 else "−"
+    return _span([c.percent for c in changes], "%", digits)
+
+
+def format_difference(value: float, unit: str = "", digits: int | None = None) -> str:
+    """An absolute difference with its sign: "+0.05 ms", "−12/s"."""
+    return _sign(value) + format_value(abs(value), unit, digits)
+
+
+def format_differences(values: Sequence[float], unit: str = "",
+                       digits: int | None = None) -> str:
+    """The range of several absolute differences: "+0.04–0.06 ms", "−0.01 to +0.03 ms"."""
+    if not values:
+        raise AnalysisError("no differences to summarise")
+    return _span(list(values), unit, digits)
+
+
+def _span(values: list[float], unit: str, digits: int | None) -> str:
+    """One value or the range of several, signed, in percent (`unit` "%") or a unit."""
+    def one(v: float) -> str:
+        return format_percent(v, digits) if unit == "%" else format_difference(v, unit, digits)
+
+    lo, hi = min(values), max(values)
+    if unit == "%" and digits is None:  # the percent rule: whole numbers across a range
+        if round(lo) == round(hi):
+            return one(lo) if len(values) == 1 else one((lo + hi) / 2)
         a, b = sorted((abs(lo), abs(hi)))
-        return f"{sign}{a:.0f}–{b:.0f} %"
-    return f"{format_percent(lo)} to {format_percent(hi)}"
+        if lo >= 0 or hi <= 0:
+            return f"{'+' if lo >= 0 else '−'}{a:.0f}–{b:.0f} %"
+        return f"{one(lo)} to {one(hi)}"
+    if one(lo) == one(hi):
+        return one(lo)
+    if lo >= 0 or hi <= 0:  # one sign: "+0.04–0.06 ms"
+        a, b = sorted((abs(lo), abs(hi)))
+        head = f"{a:.{digits}f}" if unit == "%" else format_number(a, digits)
+        return f"{'+' if lo >= 0 else '−'}{head}–{one(b)[1:]}"
+    return f"{one(lo)} to {one(hi)}"
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:

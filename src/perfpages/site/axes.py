@@ -88,6 +88,26 @@ class Points:
         return [Tick(v, label(v)) for v in self.values]
 
 
+@dataclass
+class Span:
+    """A continuous numeric axis from `low` to `high` (seconds into a window), round values
+    labelled: unlike `Points`, it labels ticks, not every value."""
+
+    low: float
+    high: float
+    start: float
+    length: float
+
+    def pixel(self, value: float | str) -> float:
+        span = (self.high - self.low) or 1.0
+        return self.start + PAD + (self.length - 2 * PAD) * (float(value) - self.low) / span
+
+    @property
+    def ticks(self) -> list[Tick]:
+        return [Tick(v, label(v)) for v in nice_ticks(self.low, self.high, 8)
+                if self.low <= v <= self.high]
+
+
 def nines(percentile: float) -> float:
     """How many nines a percentile has: 90 → 1, 99 → 2, 99.9 → 3 (HdrHistogram's x axis)."""
     return -math.log10(1 - percentile / 100)

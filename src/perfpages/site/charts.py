@@ -1,9 +1,10 @@
 """Charts as inline SVG: no JavaScript, no CDN; colours from CSS variables (light and dark).
 
-Three kinds, one frame (axes.py places the values): `svg` draws a line per series through the
+Four kinds, one frame (axes.py places the values): `svg` draws a line per series through the
 medians with every round a dot beside its median, so the reader sees the spread the table's
 "(min–max)" summarises; `spectrum` draws latency against percentile from merged histograms;
-`history` draws a metric against releases, each release's range of rounds a band. Text uses
+`history` draws a metric against releases, each release's range of rounds a band; `timeline`
+draws a value over the seconds of one window (the cold path), its highest point marked. Text uses
 currentColor, and the figure carries data-search-exclude, so tick labels never enter the search
 index. Style 1 is the first charts' output, byte for byte (published pages keep it); style 2
 adds a <desc> for screen readers and wraps a long legend.
@@ -23,6 +24,7 @@ from perfpages.site.axes import (  # noqa: F401 (nice_ticks: re-exported for cal
     Log,
     Nines,
     Points,
+    Span,
     label,
     log_axis,
     nice_ticks,
@@ -84,7 +86,7 @@ class Curve:
     rounds: list[list[tuple[float, float]]] = field(default_factory=list)
 
 
-Axis = Categories | Points | Nines
+Axis = Categories | Points | Nines | Span
 Values = Linear | Log
 
 
@@ -284,6 +286,40 @@ def history(series: list[Series], *, releases: list[str], title: str, y_title: s
         out.append(_legend_entry(index, s.name, places[index]))
     return _figure(out, f"{escape(title)}: lines join each release's median; each band spans "
                         "the release's rounds, lowest to highest.")
+
+
+def timeline(series: list[Series], *, title: str, x_title: str, y_title: str, unit: str = "",
+             log_y: bool = False) -> str:
+    """A value over the time of a window, a point per bin: a line per series and a dot at its
+    highest point, whose tooltip gives the time and value (a spike is what a reader looks for)."""
+    xs = [float(p.x) for s in series for p in s.points]
+    x = Span(min(xs, default=0.0), max(xs, default=1.0), LEFT, PLOT_W)
+    places, top = _legend([s.name for s in series], wrap=True)
+    y = _values([(p.median, f"{s.name} at {label(p.x)}") for s in series for p in s.points],
+                log_y, top)
+    peaks = {s.name: max(s.points, key=lambda p: p.median) for s in series if s.points}
+    desc = f"x: {x_title}; y: {y_title}. " + "; ".join(
+        f"{name}: highest {format_value(p.median, unit)} at {label(p.x)}"
+        for name, p in peaks.items())
+    out = _frame(x, y, title=title, x_title=x_title, y_title=y_title, top=top, desc=desc)
+    for index, s in enumerate(series):
+        ordered = sorted(s.points, key=lambda p: float(p.x))
+        out.append(f'<g style="color:{_colour(index)}" fill="currentColor" '
+                   f'stroke="currentColor"><title>{escape(s.name)}</title>')
+        if len(ordered) > 1:
+            out.append('<polyline points="' + " ".join(
+                f"{x.pixel(p.x):.1f},{y.pixel(p.median):.1f}" for p in ordered)
+                + '" fill="none" stroke-width="1.5"/>')
+        if s.name in peaks:
+            p = peaks[s.name]
+            out.append(f'<circle cx="{x.pixel(p.x):.1f}" cy="{y.pixel(p.median):.1f}" r="4">'
+                       f"<title>{escape(s.name)}: highest {escape(format_value(p.median, unit))}"
+                       f" at {escape(label(p.x))}</title></circle>")
+        out.append("</g>")
+        out.append(_legend_entry(index, s.name, places[index]))
+    scale = "; the value axis is logarithmic" if log_y else ""
+    return _figure(out, f"{escape(title)}: a point per bin of the window; the dot marks each "
+                        f"line's highest{scale}.")
 
 
 def _runs(releases: list[str], present: dict[float | str, Point]) -> list[list[str]]:

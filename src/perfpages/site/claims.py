@@ -13,12 +13,12 @@ from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
-from perfpages.analysis.method import format_percent, format_range
+from perfpages.analysis.method import format_difference, format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
 from perfpages.site.macros import noise_rows, scale, verdict
-from perfpages.site.pins import Found, Pins
+from perfpages.site.pins import Found, Pins, Side, same_value, side_text
 
 MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
 
@@ -56,8 +56,10 @@ def _listing(items: list[str]) -> str:
     return head + (f"; … and {more} more" if more > 0 else "")
 
 
-def _where(f: Found, *skip: str) -> str:
-    return f.describe("label", *skip) or f.block
+def _where(f: Found, base: Side | str = "") -> str:
+    """Where a pair's cell is: its block and parameters for two labels; with its label for
+    two parameter values (a `where` of the other side's values names them)."""
+    return (f.describe("label") if isinstance(base, str) else f.describe()) or f.block
 
 
 class Conditions:
@@ -69,46 +71,60 @@ class Conditions:
     def namespace(self) -> dict[str, Callable[..., Condition]]:
         return {"faster": self.faster, "slower": self.slower, "between": self.between,
                 "below": self.below, "above": self.above, "overlap": self.overlap,
-                "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet}
+                "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
+                "best": self.best}
 
-    def _changes(self, base: str, other: str, metric: str,
+    def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change]]:
         pairs = self.pins.pairs(base, other, metric=metric, **filters)
         return [(b, Change(metric, a.cell, b.cell, self.pins.min_rounds(a.run))) for a, b in pairs]
 
-    def faster(self, base: str, other: str, metric: str = "throughput", *, clear: bool = True,
+    def faster(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
                **filters: Any) -> Condition:
         """`other` better than `base` in every cell: a clear gain (ranges apart), or with
         clear=False a better median."""
         return self._direction(base, other, metric, clear, True, filters)
 
-    def slower(self, base: str, other: str, metric: str = "throughput", *, clear: bool = True,
+    def slower(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
                **filters: Any) -> Condition:
         """`other` worse than `base` in every cell (a clear loss, or a worse median)."""
         return self._direction(base, other, metric, clear, False, filters)
 
-    def _direction(self, base: str, other: str, metric: str, clear: bool, gain: bool,
+    def _direction(self, base: Side, other: Side, metric: str, clear: bool, gain: bool,
                    filters: dict[str, Any]) -> Condition:
         if info(metric).higher_is_better is None:
             raise AnalysisError(f"{metric!r} has no better direction: use between() or overlap()")
         items, ok = [], True
         for f, c in self._changes(base, other, metric, filters):
             ok &= c.better is gain and (c.clear or not clear)
-            items.append(f"{_where(f)}: {format_percent(c.percent)} ({verdict(c)})")
+            items.append(f"{_where(f, base)}: {format_percent(c.percent)} ({verdict(c)})")
         word = "gain" if gain else "loss"
+        base, other = side_text(base), side_text(other)
         expected = (f"a clear {word} of {other} over {base} in every cell" if clear else
                     f"{other} {'better' if gain else 'worse'} than {base} in every cell")
         return Condition(ok, f"{expected} ({metric})", _listing(items))
 
-    def between(self, low: float, high: float, base: str, other: str,
-                metric: str = "throughput", **filters: Any) -> Condition:
-        """Every cell's change of `other` over `base` within [low, high] percent."""
+    def between(self, low: float, high: float, base: Side, other: Side,
+                metric: str = "throughput", *, absolute: bool = False, unit: str | None = None,
+                digits: int | None = None, **filters: Any) -> Condition:
+        """Every cell's change of `other` over `base` within [low, high] percent, or with
+        absolute=True their difference within [low, high] in `unit`."""
+        factor, shown = scale(metric, unit)
+        if unit is not None and not absolute:
+            raise AnalysisError("unit= needs absolute=True: a change in percent has none")
+
+        def shown_value(value: float) -> str:
+            return format_difference(value, shown, digits) if absolute else \
+                format_percent(value, digits)
+
         items, ok = [], True
         for f, c in self._changes(base, other, metric, filters):
-            ok &= decision.within(c.percent, low, high)
-            items.append(f"{_where(f)}: {format_percent(c.percent)}")
-        return Condition(ok, f"a change of {other} over {base} between "
-                             f"{format_percent(low)} and {format_percent(high)} ({metric})",
+            value = c.difference * factor if absolute else c.percent
+            ok &= decision.within(value, low, high)
+            items.append(f"{_where(f, base)}: {shown_value(value)}")
+        what = "difference" if absolute else "change"
+        return Condition(ok, f"a {what} of {side_text(other)} over {side_text(base)} between "
+                             f"{shown_value(low)} and {shown_value(high)} ({metric})",
                          _listing(items))
 
     def below(self, metric: str, limit: float, *, unit: str | None = None,
@@ -136,16 +152,48 @@ class Conditions:
         return Condition(ok, f"{what} {word} {format_value(limit, shown_unit, digits)} in every "
                              "cell", _listing(items))
 
-    def overlap(self, base: str, other: str, metric: str = "throughput",
+    def overlap(self, base: Side, other: Side, metric: str = "throughput",
                 **filters: Any) -> Condition:
         """The ranges of `base` and `other` overlap in every cell."""
         items, ok = [], True
         for f, c in self._changes(base, other, metric, filters):
             ok &= not c.separated
-            items.append(f"{_where(f)}: {format_number(c.base.min)}–{format_number(c.base.max)}"
-                         f" vs {format_number(c.other.min)}–{format_number(c.other.max)}")
-        return Condition(ok, f"the ranges of {base} and {other} overlap in every cell "
-                             f"({metric})", _listing(items))
+            items.append(f"{_where(f, base)}: {format_number(c.base.min)}–"
+                         f"{format_number(c.base.max)} vs {format_number(c.other.min)}–"
+                         f"{format_number(c.other.max)}")
+        return Condition(ok, f"the ranges of {side_text(base)} and {side_text(other)} overlap "
+                             f"in every cell ({metric})", _listing(items))
+
+    def best(self, x: str, value: Any, metric: str = "throughput", *, clear: bool = False,
+             **filters: Any) -> Condition:
+        """In every series along `x` (the selected cells alike but for `x`), the cell at
+        `x=value` has the best median — with clear=True, a clear gain over every other."""
+        higher = info(metric).higher_is_better
+        if higher is None:
+            raise AnalysisError(f"{metric!r} has no better direction: best() needs one")
+        series: dict[tuple[Any, ...], list[Found]] = {}
+        for f in self.pins.select(metric=metric, **filters):
+            rest = tuple(sorted((k, str(v)) for k, v in f.params.items() if k != x))
+            series.setdefault((f.run, f.block, f.label, rest), []).append(f)
+        items, ok = [], True
+        for cells in series.values():
+            at = [f for f in cells if same_value(f.params.get(x), value)]
+            if len(at) != 1 or len(cells) < 2:
+                raise AnalysisError(f"{len(at)} cells at {x}={text(value)} among "
+                                    f"{len(cells)} along {x} ({cells[0].describe('parameters')})",
+                                    fix=f"select series that vary {x} and hold {x}={text(value)}")
+            top = at[0]
+            rivals = [Change(metric, f.cell, top.cell, self.pins.min_rounds(f.run))
+                      for f in cells if f is not top]
+            good = all(c.better is True and (c.clear or not clear) for c in rivals)
+            ok &= good
+            runner = min(rivals, key=lambda c: abs(c.ratio - 1))
+            items.append(f"{top.describe()}: {x}={text(value)} {format_number(top.cell.median)}"
+                         f", next {format_number(runner.base.median)} "
+                         f"({format_percent(runner.percent)}, {verdict(runner)})")
+        word = "clearly best" if clear else "best"
+        return Condition(ok, f"{x}={text(value)} {word} along {x} in every series ({metric})",
+                         _listing(items))
 
     def saturated(self, low: float, high: float, *, x: str = "clients",
                   **filters: Any) -> Condition:

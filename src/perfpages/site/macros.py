@@ -12,13 +12,13 @@ from typing import Any
 
 from perfpages.analysis import noise
 from perfpages.analysis.decision import Cell, Change
-from perfpages.analysis.method import format_percent, format_range
+from perfpages.analysis.method import format_differences, format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.archive import files, preflight
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
-from perfpages.site.pins import Found, Pins
+from perfpages.site.pins import Found, Pins, Side
 
 # Unit conversions from a metric's archived unit: (archived, shown) -> factor.
 CONVERSIONS = {("ms", "ms"): 1.0, ("ms", "µs"): 1000.0, ("ms", "us"): 1000.0,
@@ -170,17 +170,23 @@ class Macros:
         factor, shown = scale(metric, unit)
         return escape.md(cell_text(scaled(found[0].cell, factor), shown, digits, spread))
 
-    def change(self, base: str, other: str, metric: str = "throughput", *,
-               show_verdict: bool = True, **filters: Any) -> str:
-        """The change of the medians, or the range across cells, with its verdict."""
+    def change(self, base: Side, other: Side, metric: str = "throughput", *,
+               show_verdict: bool = True, absolute: bool = False, unit: str | None = None,
+               digits: int | None = None, **filters: Any) -> str:
+        """The change of the medians (or with absolute=True their difference, in `unit`), or
+        the range across cells, with its verdict. `base` and `other` are labels or parameter
+        values (`{"threads": 2}`)."""
         pairs = self.pins.pairs(base, other, metric=metric, **filters)
         changes = [Change(metric, a.cell, b.cell, self.pins.min_rounds(a.run)) for a, b in pairs]
-        if len(changes) == 1:
-            text = format_percent(changes[0].percent)
-            note = verdict(changes[0])
+        if absolute:
+            factor, shown = scale(metric, unit)
+            text = format_differences([c.difference * factor for c in changes], shown, digits)
         else:
-            text = format_range(changes)
-            note = f"{sum(c.clear for c in changes)} of {len(changes)} clear"
+            if unit is not None:
+                raise AnalysisError("unit= needs absolute=True: a change in percent has none")
+            text = format_range(changes, digits)
+        note = verdict(changes[0]) if len(changes) == 1 else \
+            f"{sum(c.clear for c in changes)} of {len(changes)} clear"
         return escape.md(f"{text} ({note})" if show_verdict else text)
 
     def cpu_shares(self, block: str = "profile", label: str | list[str] | None = None, *,

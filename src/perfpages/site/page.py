@@ -141,24 +141,25 @@ class _Page:
                                           "reproduced": self.reproduced}
 
     def _reproduce(self, original: str, second: str) -> dict[str, Any]:
-        """The reproduction of one pinned run by another, with the claims of the other pages
-        pinning the first (made once per page)."""
+        """The reproduction of one pinned run by another, with the claims of every page pinning
+        the first, this one included (made once per page)."""
         if (original, second) not in self.reproductions:
             ids = [self.pins.runs[self.pins.aliases(a)[0]].manifest.id for a in (original, second)]
             assert self.store is not None
             self.reproductions[original, second] = reproduce(
-                self.store, self.docs or repro.Docs.find(), ids[0], ids[1], skip=self.path)
+                self.store, self.docs or repro.Docs.find(), ids[0], ids[1])
         return self.reproductions[original, second]
 
     def reproduction(self, original: str, second: str) -> str:
         """The reproduction of pinned run `original` by `second`: the summary, the cells and
-        changes that did not reproduce, the other pages' claims on `second`."""
+        changes that did not reproduce, the claims of the pages pinning `original` on
+        `second`."""
         if self.nested:
             return ""
         return "\n\n" + repro.markdown(self._reproduce(original, second), level=3) + "\n"
 
     def reproduced(self, original: str, second: str, at_least: float = 0.9) -> Condition:
-        """At least `at_least` of the claims of the other pages pinning `original` hold on
+        """At least `at_least` of the claims of the pages pinning `original` hold on
         `second`."""
         if self.nested:
             return repro.SKIPPED
@@ -254,10 +255,11 @@ def render_file(file: Path, *, path: str, store: RunStore,
     return render(body, meta, path=path, offset=offset, store=store, source=source, docs=docs)
 
 
-def claims_on(docs: repro.Docs, store: RunStore, original: str, second: str, *,
-              skip: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every claim of every page under `docs` that pins run `original` (but page `skip`), on
-    the original and with the pin pointed at `second`; and the pages."""
+def claims_on(docs: repro.Docs, store: RunStore, original: str,
+              second: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every claim of every page under `docs` that pins run `original`, on the original and
+    with the pin pointed at `second`; and the pages. The page asking is one of them: its
+    nested rendering evaluates no reproduction of its own."""
     items: list[dict[str, Any]] = []
     pages = []
     for file in docs.pages():
@@ -267,7 +269,7 @@ def claims_on(docs: repro.Docs, store: RunStore, original: str, second: str, *,
             meta, body, offset = split(source, shown)
         except (OSError, UnicodeDecodeError, PerfpagesError):
             continue  # a page the build cannot read either: it pins nothing we can know of
-        if shown == skip or not repro.pins(meta, shown, original):
+        if not repro.pins(meta, shown, original):
             continue
         pages.append(shown)
         sides: list[list[Claim] | str] = []
@@ -281,9 +283,8 @@ def claims_on(docs: repro.Docs, store: RunStore, original: str, second: str, *,
     return items, pages
 
 
-def reproduce(store: RunStore, docs: repro.Docs, original: str, second: str, *,
-              skip: str | None = None) -> dict[str, Any]:
+def reproduce(store: RunStore, docs: repro.Docs, original: str, second: str) -> dict[str, Any]:
     """The reproduction report of run `original` by run `second` as plain data: cells,
-    changes, and the claims of every page pinning `original` (but `skip`) on `second`."""
+    changes, and the claims of every page pinning `original` on `second`."""
     data = repro.compare(store.get(original), store.get(second))
-    return repro.with_claims(data, *claims_on(docs, store, original, second, skip=skip))
+    return repro.with_claims(data, *claims_on(docs, store, original, second))

@@ -42,6 +42,17 @@ class Found:
         return ", ".join(p for p in parts if p)
 
 
+# One side of a comparison: a label (`ALIAS:LABEL` across runs) or parameter values.
+Side = str | Mapping[str, Any]
+
+
+def side_text(side: Side) -> str:
+    """A side as a claim's message names it: `0.43.0`, `threads=2`."""
+    if isinstance(side, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in side.items())
+    return str(side)
+
+
 class Aliases(dict[str, str]):
     """`runs:` by alias, with the aliases whose run may be `failed` (`allow_failed:`)."""
 
@@ -83,7 +94,7 @@ def _float(value: Any) -> float:
         return float("nan")
 
 
-def _same(actual: Any, wanted: Any) -> bool:
+def same_value(actual: Any, wanted: Any) -> bool:
     """A parameter equals a filter value: numbers as numbers (32 == 32.0), else as text."""
     if isinstance(wanted, int | float) and not isinstance(wanted, bool):
         return _float(actual) == float(wanted)
@@ -148,7 +159,7 @@ class Pins:
                 if f.metric != metric or (block is not None and f.block != block) or (
                         wanted is not None and f.label not in wanted):
                     continue
-                if all(_same(f.params.get(k), v) for k, v in (where or {}).items()) and \
+                if all(same_value(f.params.get(k), v) for k, v in (where or {}).items()) and \
                         all(_number_at_most(f.params.get(k), v) for k, v in (up_to or {}).items()) \
                         and all(_number_at_most(-_float(f.params.get(k)), -float(v))
                                 for k, v in (from_ or {}).items()):
@@ -196,11 +207,14 @@ class Pins:
             return alias, rest
         return None, label
 
-    def pairs(self, base: str, other: str, *, metric: str, allow_mixed: bool = False,
+    def pairs(self, base: Side, other: Side, *, metric: str, allow_mixed: bool = False,
               **filters: Any) -> list[tuple[Found, Found]]:
         """(base, other) cells that differ only in their label, in archive order. Written as
         `ALIAS:LABEL`, the two sides may come from two pinned runs (cells then pair on block and
-        parameters), which must be comparable unless `allow_mixed`."""
+        parameters), which must be comparable unless `allow_mixed`. Written as parameter
+        values, `{"threads": 2}`, the cells differ only in those parameters (`by_values`)."""
+        if not (isinstance(base, str) and isinstance(other, str)):
+            return self.by_values(base, other, metric=metric, **filters)
         (run_a, label_a), (run_b, label_b) = self.side(base), self.side(other)
         if run_a or run_b:
             if not (run_a and run_b) or "run" in filters:
@@ -227,6 +241,34 @@ class Pins:
         if not out:
             raise AnalysisError(f"no cells of {metric!r} hold both {base!r} and {other!r}",
                                 fix="check the labels and filters against `invoke bench.report`")
+        return out
+
+    def by_values(self, base: Side, other: Side, *, metric: str,
+                  **filters: Any) -> list[tuple[Found, Found]]:
+        """(base, other) cells of one run, block and label whose parameters differ only in the
+        ones the two sides set: `{"threads": 8}` against `{"threads": 2}`."""
+        if not (isinstance(base, Mapping) and isinstance(other, Mapping)) or not (base and other):
+            raise AnalysisError(f"compare {side_text(base)} with {side_text(other)}: two labels, "
+                                "or two sets of parameter values such as {\"threads\": 2}",
+                                fix="write both sides alike")
+        keys = set(base) | set(other)
+        where = dict(filters.pop("where", None) or {})
+        clash = sorted(keys & set(where))
+        if clash:
+            raise AnalysisError(f"where= sets {', '.join(clash)}, which the two sides compare",
+                                fix="set a compared parameter in the two sides only")
+
+        def rest(f: Found) -> tuple[Any, ...]:
+            return (f.run, f.block, f.label,
+                    tuple(sorted((k, str(v)) for k, v in f.params.items() if k not in keys)))
+
+        a = self.select(metric=metric, where={**where, **base}, **filters)
+        b = {rest(f): f for f in self.select(metric=metric, where={**where, **other}, **filters)}
+        out = [(f, b[rest(f)]) for f in a if rest(f) in b and b[rest(f)] is not f]
+        if not out:
+            raise AnalysisError(f"no cells of {metric!r} at both {side_text(base)} and "
+                                f"{side_text(other)} that differ in nothing else",
+                                fix="check the parameter values against `invoke bench.report`")
         return out
 
     def min_rounds(self, alias: str) -> int:

@@ -1,5 +1,6 @@
-"""The chart macros: `chart` (metrics against a parameter) and `spectrum` (latency against
-percentile, from the archived histograms), bound to a page's pins and its chart style.
+"""The chart macros: `chart` (metrics against a parameter), `spectrum` (latency against
+percentile, from the archived histograms) and `timeline` (latency over the seconds of a window,
+from its archived samples), bound to a page's pins and its chart style.
 
 A page's front matter picks the style: without `charts:`, style 1 draws what the first pages
 published (axes titled by the raw names, linear values), so their snapshots hold; `charts: 2`
@@ -10,10 +11,12 @@ differs, and describes the data to screen readers. Keywords override either per 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from perfpages.analysis.metric import axis_title, info, metrics_title, parameter, titled
+from perfpages.archive import samples
 from perfpages.archive.histogram import Latency
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import charts as svgchart
@@ -76,7 +79,7 @@ class Plots:
         self.style = style
 
     def namespace(self) -> dict[str, Any]:
-        return {"chart": self.chart, "spectrum": self.spectrum}
+        return {"chart": self.chart, "spectrum": self.spectrum, "timeline": self.timeline}
 
     def chart(self, x: str = "callers", y: str | list[str] = "throughput", *,
               unit: str | None = None, title: str | None = None, log_x: bool | None = None,
@@ -155,3 +158,63 @@ class Plots:
             curves.append(svgchart.Curve(name, line(merged), [
                 line(per_round[r]) for r in sorted(per_round) if rounds]))
         return curves, shown, shared
+
+    def timeline(self, *, stat: str = "max", bin_s: float = 1.0, unit: str | None = None,
+                 title: str | None = None, log_y: bool | None = None,
+                 y_title: str | None = None, **filters: Any) -> str:
+        """Latency over the time of a window that kept its samples (every request, by its
+        intended start): a point per `bin_s` seconds — the slowest request (stat="max") or a
+        percentile ("p99") — a line per cell and round."""
+        percent = _stat(stat)
+        if not bin_s > 0:
+            raise AnalysisError(f"bin_s={bin_s!r} is not a positive number of seconds")
+        factor, shown = scale("p50", unit)
+        found = self.pins.select(metric="p50", **filters)
+        names, shared = _names(found, ["p50"])
+        lines = []
+        for name, f in zip(names, found, strict=True):
+            run_dir = self.pins.runs[f.run].path
+            by_round = samples.names(run_dir, f.block, f.label, f.parameters)
+            if not by_round:
+                raise AnalysisError(f"no samples for {f.describe()}",
+                                    fix="select a block whose cases keep samples (the cold path)")
+            for rnd, file in by_round.items():
+                bins: dict[int, list[float]] = {}
+                for one in samples.read(run_dir, file):
+                    bins.setdefault(int(one.offset_s // bin_s), []).append(one.latency_ms)
+                series = svgchart.Series(name + (f", round {rnd}" if len(by_round) > 1 else ""))
+                for index in sorted(bins):
+                    value = _at(sorted(bins[index]), percent) * factor
+                    series.points.append(svgchart.Point(index * bin_s, value, ()))
+                lines.append(series)
+        values = [p.median for s in lines for p in s.points]
+        if log_y is None:
+            log_y = self.style > 1 and _auto_log(["p50"], values)
+        what = "slowest call" if percent is None else f"{stat} latency"
+        default = f"{what} per {number(bin_s)} s of the window" + (f", {shared}" if shared
+                                                                   else "")
+        return "\n\n" + svgchart.timeline(lines, title=title or default,
+                                          x_title="seconds from the start of the window",
+                                          y_title=y_title or titled(what, shown), unit=shown,
+                                          log_y=bool(log_y)) + "\n\n"
+
+
+def _stat(stat: str) -> float | None:
+    """"max" (None) or a percentile "p99" → 99.0."""
+    if stat == "max":
+        return None
+    try:
+        value = float(stat[1:]) if stat.startswith("p") else math.nan
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 100:
+        raise AnalysisError(f"stat={stat!r} is not max or a percentile", fix="write stat=\"max\" "
+                            "or stat=\"p99\"")
+    return value
+
+
+def _at(ordered: list[float], percent: float | None) -> float:
+    """The largest value, or the nearest-rank percentile of sorted values."""
+    if percent is None:
+        return ordered[-1]
+    return ordered[max(0, math.ceil(percent / 100 * len(ordered)) - 1)]

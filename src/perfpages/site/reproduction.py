@@ -196,14 +196,14 @@ def claim_rows(data: Mapping[str, Any]) -> list[list[str]]:
 
 def condition(data: Mapping[str, Any], at_least: float) -> Condition:
     """`reproduced(original, second, at_least=…)`: at least that share of the claims of the
-    other pages pinning the original hold on the second run (decision.share_holds)."""
+    pages pinning the original hold on the second run (decision.share_holds)."""
     claims = data["claims"]
     wrong = failures(data)
     listing = "; ".join(wrong[:SHOWN]) + (f"; … and {len(wrong) - SHOWN} more"
                                           if len(wrong) > SHOWN else "")
     return Condition(decision.share_holds(claims["held"], claims["total"], at_least),
                      f"at least {format_number(at_least * 100)} % of the claims of "
-                     f"other pages pinning {data['original']['id']} holding on "
+                     f"the pages pinning {data['original']['id']} holding on "
                      f"{data['second']['id']}",
                      f"{claims['line']}" + (f"; not: {listing}" if wrong else ""))
 
