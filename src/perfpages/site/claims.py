@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis import decision
+from perfpages.analysis import changepoints, decision
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
 from perfpages.analysis.method import format_difference, format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
@@ -72,7 +72,7 @@ class Conditions:
         return {"faster": self.faster, "slower": self.slower, "between": self.between,
                 "below": self.below, "above": self.above, "overlap": self.overlap,
                 "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
-                "best": self.best}
+                "best": self.best, "steps": self.steps}
 
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change]]:
@@ -243,3 +243,28 @@ class Conditions:
         return Condition(ok, f"identical builds differing by less than "
                              f"{text(within)} % in every cell, never clearly",
                          _listing(items))
+
+    def steps(self, at: str | list[str] | None = None, metric: str = "throughput",
+              **filters: Any) -> Condition:
+        """A history's clear steps between neighbouring releases (one run's labels, in order)
+        land exactly at the releases `at`, in every selected series; `at=[]` or None: no
+        clear step anywhere."""
+        wanted = [at] if isinstance(at, str) else list(at or [])
+        alias, groups = self.pins.releases(metric=metric, **filters)
+        unknown = [r for r in wanted if r not in self.pins.labels(alias)]
+        if unknown:
+            raise AnalysisError(f"no release {unknown[0]!r} in run {alias!r}",
+                                fix=f"use one of: {', '.join(self.pins.labels(alias))}")
+        items, ok = [], True
+        for cells in groups:
+            found = [s for s in changepoints.steps([(f.label, f.cell) for f in cells], metric,
+                                                   self.pins.min_rounds(alias)) if s.clear]
+            ok &= [s.after for s in found] == [r for r in self.pins.labels(alias)
+                                               if r in wanted]
+            where = cells[0].describe("label") or cells[0].block
+            items.append(f"{where}: " + (", ".join(
+                f"{s.before}→{s.after} {format_percent(s.change.percent)}" for s in found)
+                or "no clear step"))
+        expected = (f"clear steps at {', '.join(wanted)} only" if wanted
+                    else "no clear step between neighbouring releases")
+        return Condition(ok, f"{expected} ({metric})", _listing(items))

@@ -271,5 +271,20 @@ class Pins:
                                 fix="check the parameter values against `invoke bench.report`")
         return out
 
+    def releases(self, *, metric: str, run: str | None = None,
+                 **filters: Any) -> tuple[str, list[list[Found]]]:
+        """A history: the selected cells of one run grouped into series (block and
+        parameters), each series' cells in the run's label order — the release order of a
+        history suite. Returns the run's alias and the series."""
+        alias = self.aliases(run)
+        if len(alias) != 1:
+            raise AnalysisError("a history reads one run", fix="name it with run=…")
+        order = {label: i for i, label in enumerate(self.labels(alias[0]))}
+        series: dict[tuple[str, str], list[Found]] = {}
+        for f in self.select(metric=metric, run=alias[0], **filters):
+            series.setdefault((f.block, f.parameters), []).append(f)
+        return alias[0], [sorted(cells, key=lambda f: order[f.label])
+                          for cells in series.values()]
+
     def min_rounds(self, alias: str) -> int:
         return self.runs[alias].manifest.method.min_rounds

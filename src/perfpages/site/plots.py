@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from perfpages.analysis.changepoints import steps
+from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import axis_title, info, metrics_title, parameter, titled
 from perfpages.archive import samples
 from perfpages.archive.histogram import Latency
@@ -79,7 +81,8 @@ class Plots:
         self.style = style
 
     def namespace(self) -> dict[str, Any]:
-        return {"chart": self.chart, "spectrum": self.spectrum, "timeline": self.timeline}
+        return {"chart": self.chart, "spectrum": self.spectrum, "timeline": self.timeline,
+                "history": self.history}
 
     def chart(self, x: str = "callers", y: str | list[str] = "throughput", *,
               unit: str | None = None, title: str | None = None, log_x: bool | None = None,
@@ -197,6 +200,38 @@ class Plots:
                                           x_title="seconds from the start of the window",
                                           y_title=y_title or titled(what, shown), unit=shown,
                                           log_y=bool(log_y)) + "\n\n"
+
+    def history(self, metric: str = "throughput", *, unit: str | None = None,
+                title: str | None = None, log_y: bool | None = None,
+                y_title: str | None = None, **filters: Any) -> str:
+        """A metric against the releases of one run (its labels, in order): a line through the
+        medians, a band over each release's rounds, a ring at each clear step between
+        neighbours (`analysis.changepoints`)."""
+        alias, groups = self.pins.releases(metric=metric, **filters)
+        factor, shown = scale(metric, unit)
+        found = [f for cells in groups for f in cells]
+        names, _ = _names(found, [metric], "label")
+        name_of = {id(f): n for f, n in zip(found, names, strict=True)}
+        series, marks = [], {}
+        for cells in groups:  # one series is named by its metric, not by its first release
+            name = name_of[id(cells[0])] if len(groups) > 1 else metrics_title([metric])
+            s = svgchart.Series(name)
+            for f in cells:
+                c = scaled(f.cell, factor)
+                s.points.append(svgchart.Point(f.label, c.median, c.values))
+            series.append(s)
+            marks[name] = [(step.after, f"clear step at {step.after}: "
+                                        f"{format_percent(step.change.percent)}")
+                           for step in steps([(f.label, f.cell) for f in cells], metric,
+                                             self.pins.min_rounds(alias)) if step.clear]
+        values = [v for s in series for p in s.points for v in (p.median, *p.rounds)]
+        if log_y is None:
+            log_y = self.style > 1 and _auto_log([metric], values)
+        return "\n\n" + svgchart.history(
+            series, releases=self.pins.labels(alias), marks=marks,
+            title=title or f"{metrics_title([metric])} by release",
+            y_title=y_title or axis_title({metric: shown}), unit=shown,
+            log_y=bool(log_y)) + "\n\n"
 
 
 def _stat(stat: str) -> float | None:
