@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 
 from perfpages.analysis.changepoints import change_points, steps
 from perfpages.analysis.decision import Cell
-from perfpages.errors import AnalysisError
+from perfpages.archive.reader import open_run
+from perfpages.archive.writer import ArchiveWriter
+from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import page
 from perfpages.site.claims import Conditions
 from perfpages.site.pins import Pins
@@ -107,3 +110,30 @@ def test_a_page_states_the_history(results: Path) -> None:
                            offset=0, store=RunStore(results))
     assert [c.holds for c in rendered.claims] == [True] and rendered.warnings == []
     assert "<svg" in rendered.markdown
+
+
+def test_a_latest_pin_reads_the_newest_complete_run_of_a_suite(tmp_path: Path) -> None:
+    # A history page pins `latest:SUITE`: when a run with a new release is archived, the page
+    # grows without being edited.
+    root = tmp_path / "results"
+    old = generate(root, Spec(run_id=RUN, labels=dict.fromkeys(RELEASES[:-1], 1.0),
+                              blocks={"callers": [{"call": "page", "callers": 32}]}))
+    newer = "2026-11-12-synthetic-history"
+    with ArchiveWriter.create(root, replace(
+            generate(tmp_path / "scratch", Spec(
+                run_id=newer, labels={**dict.fromkeys(RELEASES[:-1], 1.0), "0.43.0": 1.3},
+                blocks={"callers": [{"call": "page", "callers": 32}]})).manifest,
+            started="2026-11-12T10:00:00Z", files={}, status="running")) as writer:
+        for w in open_run(tmp_path / "scratch" / newer).windows:
+            writer.append(w)
+        writer.finish("complete")
+    assert old.manifest.started < "2026-11-12T10:00:00Z"
+    body = ('Read {{ fact("id") }}.\n\n'
+            '{{ claim("The only clear step is at 0.43.0.", steps("0.43.0", block="callers")) }}\n')
+    rendered = page.render(body, {"runs": {"h": "latest:synthetic"}}, path="docs/h.md",
+                           offset=0, store=RunStore(root))
+    assert f"Read {newer}." in rendered.markdown and rendered.claims[0].holds
+    with pytest.raises(PerfpagesError, match=r"docs/h\.md: runs\.h: no complete run of suite "
+                                             r"'nothing'"):
+        page.render(body, {"runs": {"h": "latest:nothing"}}, path="docs/h.md", offset=0,
+                    store=RunStore(root))

@@ -20,7 +20,14 @@ from typing import Any
 
 from perfpages.archive.histogram import Latency
 from perfpages.archive.manifest import Manifest
-from perfpages.archive.reader import RUN_FILE, Run, archived_files, open_run, read_manifest
+from perfpages.archive.reader import (
+    RUN_FILE,
+    Run,
+    archived_files,
+    find_runs,
+    open_run,
+    read_manifest,
+)
 from perfpages.archive.window import params_key
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import ArchiveError, PerfpagesError
@@ -35,6 +42,9 @@ def code_hash() -> str:
     for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+LATEST = "latest:"  # a pin `latest:SUITE`: the newest complete run of that suite
 
 
 @dataclass(frozen=True)
@@ -186,11 +196,30 @@ class RunStore:
         self._loaded[run_id] = (stamp, loaded)
         return loaded
 
+    def latest(self, suite: str, *, where: str, line: int | None, key: str) -> str:
+        """The id of the newest complete run of `suite` (by its start): what a pin
+        `latest:SUITE` reads, so that a page such as a history grows with each new run."""
+        found = []
+        for run_dir in find_runs(self.results_dir):
+            try:
+                m = read_manifest(run_dir)
+            except ArchiveError:
+                continue  # a damaged run is never the newest good one; verify names it
+            if m.suite == suite and m.status == "complete":
+                found.append((m.started, m.id))
+        if not found:
+            raise PerfpagesError(f"no complete run of suite {suite!r} in {self.results_dir}",
+                                 where=where, line=line, key=key,
+                                 fix=f"archive one with `invoke bench.run --suite {suite}`")
+        return max(found)[1]
+
     def pin(self, run_id: str, *, where: str, line: int | None, alias: str,
             allow_failed: bool = False) -> Loaded:
         """A complete, intact run for a page (or a failed one the page opts in to with
         `allow_failed`); any other state is one error naming the page."""
         key = f"runs.{alias}"
+        if isinstance(run_id, str) and run_id.startswith(LATEST):
+            run_id = self.latest(run_id[len(LATEST):], where=where, line=line, key=key)
         if not isinstance(run_id, str) or not run_id or "/" in run_id or run_id.startswith("."):
             raise PerfpagesError(f"run id {run_id!r} is not a run directory name", where=where,
                                  line=line, key=key,
