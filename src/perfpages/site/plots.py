@@ -1,6 +1,7 @@
 """The chart macros: `chart` (metrics against a parameter), `spectrum` (latency against
-percentile, from the archived histograms) and `timeline` (latency over the seconds of a window,
-from its archived samples), bound to a page's pins and its chart style.
+percentile, from the archived histograms), `timeline` (latency over the seconds of a window,
+from its archived samples) and `history` (a metric against releases, its clear steps ringed),
+bound to a page's pins and its chart style.
 
 A page's front matter picks the style: without `charts:`, style 1 draws what the first pages
 published (axes titled by the raw names, linear values), so their snapshots hold; `charts: 2`
