@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis.changepoints import change_points, steps
+from perfpages.analysis.changepoints import change_points, flatten, landing, steps
 from perfpages.analysis.decision import Cell
 from perfpages.archive.reader import open_run
 from perfpages.archive.writer import ArchiveWriter
@@ -22,6 +22,7 @@ from perfpages.site.pins import Pins
 from perfpages.site.plots import Plots
 from perfpages.site.store import RunStore
 from perfpages.testing import Spec, generate
+from perfpages.tools import otava
 
 RELEASES = [f"0.{n}.0" for n in range(35, 44)]  # 0.35.0 … 0.43.0
 RUN = "2026-11-10-synthetic-history"
@@ -137,3 +138,55 @@ def test_a_latest_pin_reads_the_newest_complete_run_of_a_suite(tmp_path: Path) -
                                              r"'nothing'"):
         page.render(body, {"runs": {"h": "latest:nothing"}}, path="docs/h.md", offset=0,
                     store=RunStore(root))
+
+
+def test_flatten_and_landing_name_the_release_of_a_change_point() -> None:
+    values, owners = flatten(series([1.0] * 2 + [1.3] * 7)[:3])
+    assert len(values) == 15 and owners[:6] == ["0.35.0"] * 5 + ["0.36.0"]
+    assert landing([10], owners) == ["0.37.0"]  # the first round of 0.37.0 starts a segment
+    assert landing([12, 11, 0, 15], owners) == ["0.37.0"]  # inside it, once; ends ignored
+
+
+# E-divisive (apache-otava, installed from PyPI into its own venv on first use): the same
+# synthetic series, read whole. Where the neighbour rule and E-divisive differ, the page shows
+# both — that is the point of having two.
+OTAVA_CASES = [
+    ([1.0] * 9, [], []),
+    ([1.0] * 8 + [1.3], ["0.43.0"], ["0.43.0"]),
+    ([1.0] * 4 + [1.3] * 5, ["0.39.0"], ["0.39.0"]),
+    # Up, then down: the rule sees both steps; E-divisive, with its p < 0.001, the larger one.
+    ([1.0] * 3 + [1.25] * 3 + [0.9] * 3, ["0.38.0", "0.41.0"], ["0.41.0"]),
+]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(("levels", "rule", "edivisive"), OTAVA_CASES)
+def test_edivisive_on_series_with_known_steps(levels: list[float], rule: list[str],
+                                              edivisive: list[str]) -> None:
+    for seed in range(3):
+        s = series(levels, seed=seed)
+        values, owners = flatten(s)
+        (found,) = otava.change_points([values])
+        assert landing(found, owners) == edivisive
+        assert change_points(s, "throughput") == rule
+
+
+@pytest.mark.network
+def test_edivisive_splits_a_drift_the_rule_never_calls_a_step() -> None:
+    s = series([1.0 + 0.01 * i for i in range(9)], seed=1)
+    values, owners = flatten(s)
+    (found,) = otava.change_points([values])
+    assert landing(found, owners) and change_points(s, "throughput") == []
+
+
+@pytest.mark.network
+def test_a_page_shows_both_methods(results: Path) -> None:
+    svg = Plots(pins(results), 2).history(block="callers", where={"call": "page"},
+                                          edivisive=True)
+    assert 'stroke-dasharray="3 2"' in svg and "E-divisive change point at 0.43.0" in svg
+    assert "a dashed ring, a change point E-divisive finds" in svg
+    c = Conditions(pins(results))
+    held = c.steps("0.43.0", method="e-divisive", block="callers", where={"call": "page"})
+    assert held.holds and held.expected == "E-divisive change points at 0.43.0 only (throughput)"
+    with pytest.raises(AnalysisError, match="method='pelt' is not a way to find steps"):
+        c.steps("0.43.0", method="pelt")

@@ -31,6 +31,7 @@ import psutil
 import psycopg
 
 from perfpages.archive.secrets import redact
+from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
 from perfpages.run.service import die_with_parent
 
@@ -42,9 +43,6 @@ BASE_SETTINGS: dict[str, str] = {
 }
 
 
-def cache_dir() -> Path:
-    """Build venvs, copied binaries and git mirrors live here (never under /root)."""
-    return Path(os.environ.get("PERFPAGES_CACHE", "/tmp/perfpages-cache"))
 
 
 def _as_root() -> bool:

@@ -248,10 +248,11 @@ def spectrum(curves: list[Curve], *, title: str, y_title: str, unit: str, top: f
 
 def history(series: list[Series], *, releases: list[str], title: str, y_title: str,
             unit: str = "", log_y: bool = False,
-            marks: dict[str, list[tuple[str, str]]] | None = None) -> str:
+            marks: dict[str, list[tuple[str, str, str]]] | None = None) -> str:
     """A metric against releases, in order: a line through each release's median and a band
     over its rounds' range; a release a series lacks breaks its line and band. `marks` rings
-    releases of a series (a clear step), each with its tooltip."""
+    releases of a series, each with its tooltip: (release, text, "rule") a clear step, solid;
+    (release, text, "edivisive") an E-divisive change point, dashed and wider."""
     strays = sorted({str(p.x) for s in series for p in s.points} - set(releases))
     if strays:
         raise AnalysisError(f"no release {strays[0]!r} on the history's axis",
@@ -284,16 +285,19 @@ def history(series: list[Series], *, releases: list[str], title: str, y_title: s
             out.append(f'<circle cx="{x.pixel(r):.1f}" cy="{y.pixel(p.median):.1f}" r="2.5">'
                        f"<title>{escape(s.name)}, {escape(r)}: "
                        f"{escape(format_value(p.median, unit))}{escape(spread)}</title></circle>")
-        for release, text in (marks or {}).get(s.name, []):
+        for release, text, kind in (marks or {}).get(s.name, []):
             if release in at:
+                ring = 'r="7"' if kind == "rule" else 'r="11" stroke-dasharray="3 2"'
                 out.append(f'<circle cx="{x.pixel(release):.1f}" '
-                           f'cy="{y.pixel(at[release].median):.1f}" r="7" fill="none" '
+                           f'cy="{y.pixel(at[release].median):.1f}" {ring} fill="none" '
                            f'stroke-width="2"><title>{escape(s.name)}: {escape(text)}</title>'
                            "</circle>")
         out.append("</g>")
         out.append(_legend_entry(index, s.name, places[index]))
-    ringed = "; a ring marks a clear step from the release before" if any(
-        (marks or {}).values()) else ""
+    kinds = {kind for found in (marks or {}).values() for _, _, kind in found}
+    ringed = ("; a ring marks a clear step from the release before" if "rule" in kinds
+              else "") + ("; a dashed ring, a change point E-divisive finds" if "edivisive" in
+                          kinds else "")
     return _figure(out, f"{escape(title)}: lines join each release's median; each band spans "
                         f"the release's rounds, lowest to highest{ringed}.")
 

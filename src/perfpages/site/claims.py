@@ -19,6 +19,7 @@ from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
 from perfpages.site.macros import noise_rows, scale, verdict
 from perfpages.site.pins import Found, Pins, Side, same_value, side_text
+from perfpages.site.plots import edivisive_points
 
 MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
 
@@ -244,8 +245,8 @@ class Conditions:
                              f"{text(within)} % in every cell, never clearly",
                          _listing(items))
 
-    def steps(self, at: str | list[str] | None = None, metric: str = "throughput",
-              **filters: Any) -> Condition:
+    def steps(self, at: str | list[str] | None = None, metric: str = "throughput", *,
+              method: str = "rule", **filters: Any) -> Condition:
         """A history's clear steps between neighbouring releases (one run's labels, in order)
         land exactly at the releases `at`, in every selected series; `at=[]` or None: no
         clear step anywhere."""
@@ -255,16 +256,27 @@ class Conditions:
         if unknown:
             raise AnalysisError(f"no release {unknown[0]!r} in run {alias!r}",
                                 fix=f"use one of: {', '.join(self.pins.labels(alias))}")
+        if method not in ("rule", "e-divisive"):
+            raise AnalysisError(f"method={method!r} is not a way to find steps",
+                                fix="use method=\"rule\" or method=\"e-divisive\"")
+        otava = edivisive_points(groups) if method == "e-divisive" else None
         items, ok = [], True
-        for cells in groups:
-            found = [s for s in changepoints.steps([(f.label, f.cell) for f in cells], metric,
-                                                   self.pins.min_rounds(alias)) if s.clear]
-            ok &= [s.after for s in found] == [r for r in self.pins.labels(alias)
-                                               if r in wanted]
+        for index, cells in enumerate(groups):
+            if otava is None:
+                found = [s for s in changepoints.steps([(f.label, f.cell) for f in cells],
+                                                       metric, self.pins.min_rounds(alias))
+                         if s.clear]
+                releases = [s.after for s in found]
+                text = ", ".join(f"{s.before}→{s.after} {format_percent(s.change.percent)}"
+                                 for s in found)
+            else:
+                releases = otava[index]
+                text = ", ".join(releases)
+            ok &= releases == [r for r in self.pins.labels(alias) if r in wanted]
             where = cells[0].describe("label") or cells[0].block
-            items.append(f"{where}: " + (", ".join(
-                f"{s.before}→{s.after} {format_percent(s.change.percent)}" for s in found)
-                or "no clear step"))
-        expected = (f"clear steps at {', '.join(wanted)} only" if wanted
-                    else "no clear step between neighbouring releases")
+            items.append(f"{where}: {text or 'no clear step'}")
+        what = "clear steps" if otava is None else "E-divisive change points"
+        expected = (f"{what} at {', '.join(wanted)} only" if wanted
+                    else f"no {what[:-1]} between neighbouring releases" if otava is None
+                    else "no E-divisive change point")
         return Condition(ok, f"{expected} ({metric})", _listing(items))

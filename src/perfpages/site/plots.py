@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfpages.analysis.changepoints import steps
+from perfpages.analysis.changepoints import flatten, landing, steps
 from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import axis_title, info, metrics_title, parameter, titled
 from perfpages.archive import samples
@@ -28,6 +28,7 @@ from perfpages.site.axes import percentile_grid
 from perfpages.site.macros import scale, scaled
 from perfpages.site.pins import Found, Pins
 from perfpages.site.store import histograms
+from perfpages.tools import otava
 
 STYLES = (1, 2)
 TOPS = (99.0, 99.9, 99.99, 99.999)
@@ -204,17 +205,20 @@ class Plots:
 
     def history(self, metric: str = "throughput", *, unit: str | None = None,
                 title: str | None = None, log_y: bool | None = None,
-                y_title: str | None = None, **filters: Any) -> str:
+                y_title: str | None = None, edivisive: bool = False, **filters: Any) -> str:
         """A metric against the releases of one run (its labels, in order): a line through the
         medians, a band over each release's rounds, a ring at each clear step between
-        neighbours (`analysis.changepoints`)."""
+        neighbours (`analysis.changepoints`) and, with edivisive=True, a dashed ring at each
+        change point E-divisive finds (apache-otava)."""
         alias, groups = self.pins.releases(metric=metric, **filters)
+        found_by_otava = edivisive_points(groups) if edivisive else [[] for _ in groups]
         factor, shown = scale(metric, unit)
         found = [f for cells in groups for f in cells]
         names, _ = _names(found, [metric], "label")
         name_of = {id(f): n for f, n in zip(found, names, strict=True)}
         series, marks = [], {}
-        for cells in groups:  # one series is named by its metric, not by its first release
+        for cells, by_otava in zip(groups, found_by_otava, strict=True):
+            # one series is named by its metric, not by its first release
             name = name_of[id(cells[0])] if len(groups) > 1 else metrics_title([metric])
             s = svgchart.Series(name)
             for f in cells:
@@ -222,9 +226,11 @@ class Plots:
                 s.points.append(svgchart.Point(f.label, c.median, c.values))
             series.append(s)
             marks[name] = [(step.after, f"clear step at {step.after}: "
-                                        f"{format_percent(step.change.percent)}")
+                                        f"{format_percent(step.change.percent)}", "rule")
                            for step in steps([(f.label, f.cell) for f in cells], metric,
                                              self.pins.min_rounds(alias)) if step.clear]
+            marks[name] += [(release, f"E-divisive change point at {release}", "edivisive")
+                            for release in by_otava]
         values = [v for s in series for p in s.points for v in (p.median, *p.rounds)]
         if log_y is None:
             log_y = self.style > 1 and _auto_log([metric], values)
@@ -233,6 +239,14 @@ class Plots:
             title=title or f"{metrics_title([metric])} by release",
             y_title=y_title or axis_title({metric: shown}), unit=shown,
             log_y=bool(log_y)) + "\n\n"
+
+
+def edivisive_points(groups: list[list[Found]]) -> list[list[str]]:
+    """Per series of a history, the releases E-divisive's change points land on (one call to
+    apache-otava for every series)."""
+    flat = [flatten([(f.label, f.cell) for f in cells]) for cells in groups]
+    indices = otava.change_points([values for values, _ in flat])
+    return [landing(found, owners) for found, (_, owners) in zip(indices, flat, strict=True)]
 
 
 def _stat(stat: str) -> float | None:

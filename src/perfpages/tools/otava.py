@@ -1,0 +1,72 @@
+"""E-divisive means change points, from apache-otava (the maintained implementation of the
+Matteson–James method as Hunter refined it), run in its own cached venv.
+
+`change_points(series)` takes several series of numbers and returns, per series, the indices at
+which a new segment starts. The first call installs the pinned requirement (PyPI, once; about
+45 s and 250 MB); later calls start a Python in that venv, about a second each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from perfpages.cache import cache_dir
+from perfpages.errors import PerfpagesError
+
+REQUIREMENT = "apache-otava==0.8.0"
+MAX_PVALUE = 0.001  # otava's default significance
+WINDOW = 50  # points per sliding window of the split step (otava's default)
+# -I: the caller's working directory must never shadow the standard library (a stray
+# secrets.py in /tmp breaks numpy's import otherwise).
+SCRIPT = """
+import json, sys
+from otava.analysis import compute_change_points
+data = json.load(sys.stdin)
+out = [[int(c.index) for c in compute_change_points(
+    s, window_len=data["window"], max_pvalue=data["max_pvalue"])[0]] for s in data["series"]]
+json.dump(out, sys.stdout)
+"""
+
+
+def venv() -> Path:
+    """The tool's venv, installed on first use (atomically: a venv is whole or absent)."""
+    target = cache_dir() / "tools" / REQUIREMENT.replace("==", "-")
+    python = target / "bin" / "python"
+    if python.exists():
+        return target
+    staging = target.with_name(f"{target.name}.{os.getpid()}.partial")  # one per installer
+    shutil.rmtree(staging, ignore_errors=True)
+    steps = [[sys.executable, "-m", "venv", str(staging)],
+             [str(staging / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
+              REQUIREMENT]]
+    for argv in steps:
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=cache_dir().parent)
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+            raise PerfpagesError(f"cannot install {REQUIREMENT}: {last}", key="e-divisive",
+                                 fix="it is installed from PyPI once, into PERFPAGES_CACHE")
+    try:
+        staging.rename(target)
+    except OSError:  # another process installed it meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def change_points(series: list[list[float]], max_pvalue: float = MAX_PVALUE) -> list[list[int]]:
+    """Per series, the indices at which otava's E-divisive finds a new segment starting."""
+    root = venv()
+    done = subprocess.run([str(root / "bin" / "python"), "-I", "-c", SCRIPT], cwd=root,
+                          input=json.dumps({"series": series, "window": WINDOW,
+                                            "max_pvalue": max_pvalue}),
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        last = (done.stderr.strip() or "no output").splitlines()[-1]
+        raise PerfpagesError(f"apache-otava failed: {last}", key="e-divisive",
+                             fix=f"remove {root} to reinstall it")
+    return [list(map(int, s)) for s in json.loads(done.stdout)]
