@@ -39,10 +39,16 @@ def steps(series: Sequence[tuple[str, Cell]], metric: str, min_rounds: int = 5) 
             for (a, ca), (b, cb) in pairwise(series)]
 
 
+def clear_steps(series: Sequence[tuple[str, Cell]], metric: str,
+                min_rounds: int = 5) -> list[Step]:
+    """The steps between neighbours that the rule calls clear."""
+    return [s for s in steps(series, metric, min_rounds) if s.clear]
+
+
 def change_points(series: Sequence[tuple[str, Cell]], metric: str,
                   min_rounds: int = 5) -> list[str]:
     """The releases at which a clear step lands (the release after it)."""
-    return [s.after for s in steps(series, metric, min_rounds) if s.clear]
+    return [s.after for s in clear_steps(series, metric, min_rounds)]
 
 
 def flatten(series: Sequence[tuple[str, Cell]]) -> tuple[list[float], list[str]]:

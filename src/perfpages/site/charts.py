@@ -106,6 +106,17 @@ def _legend(names: list[str], wrap: bool) -> tuple[list[tuple[int, int]], int]:
     return places, TOP + ROW * row
 
 
+def _series_open(index: int, name: str) -> str:
+    """A series' group: its colour for every mark inside, its name as the group's tooltip."""
+    return (f'<g style="color:{_colour(index)}" fill="currentColor" '
+            f'stroke="currentColor"><title>{escape(name)}</title>')
+
+
+def _series_close(index: int, name: str, place: tuple[int, int]) -> list[str]:
+    """The end of a series' group, then its legend entry."""
+    return ["</g>", _legend_entry(index, name, place)]
+
+
 def _legend_entry(index: int, name: str, place: tuple[int, int]) -> str:
     x, row = place
     y = 12 + ROW * row
@@ -188,8 +199,7 @@ def svg(series: list[Series], *, title: str, x_title: str, y_title: str,
         offset = 5 + 4 * index  # each series' round dots sit just right of its median
         ordered = sorted(s.points, key=lambda p: x.pixel(p.x))
         line = " ".join(f"{x.pixel(p.x):.1f},{y.pixel(p.median):.1f}" for p in ordered)
-        out.append(f'<g style="color:{_colour(index)}" fill="currentColor" '
-                   f'stroke="currentColor"><title>{escape(s.name)}</title>')
+        out.append(_series_open(index, s.name))
         if len(ordered) > 1:
             out.append(f'<polyline points="{line}" fill="none" stroke-width="2"/>')
         for p in ordered:
@@ -200,8 +210,7 @@ def svg(series: list[Series], *, title: str, x_title: str, y_title: str,
             for v in p.rounds:
                 out.append(f'<circle cx="{px + offset:.1f}" cy="{y.pixel(v):.1f}" r="2" '
                            'fill-opacity="0.55" stroke="none"/>')
-        out.append("</g>")
-        out.append(_legend_entry(index, s.name, places[index]))
+        out += _series_close(index, s.name, places[index])
     scale = "; the value axis is logarithmic" if log_y else ""
     return _figure(out, f"{escape(title)}: lines join the medians; each dot beside a median is "
                         f"one round{scale}.")
@@ -228,8 +237,7 @@ def spectrum(curves: list[Curve], *, title: str, y_title: str, unit: str, top: f
         return " ".join(f"{x.pixel(p):.1f},{y.pixel(v):.1f}" for p, v in points)
 
     for index, (c, at) in enumerate(values):
-        out.append(f'<g style="color:{_colour(index)}" fill="currentColor" '
-                   f'stroke="currentColor"><title>{escape(c.name)}</title>')
+        out.append(_series_open(index, c.name))
         for points in c.rounds:
             out.append(f'<polyline points="{line(points)}" fill="none" stroke-width="1" '
                        'stroke-opacity="0.45"/>')
@@ -238,8 +246,7 @@ def spectrum(curves: list[Curve], *, title: str, y_title: str, unit: str, top: f
             out.append(f'<circle cx="{x.pixel(p):.1f}" cy="{y.pixel(at[p]):.1f}" r="3">'
                        f"<title>{escape(c.name)}: p{p:g} "
                        f"{escape(format_value(at[p], unit))}</title></circle>")
-        out.append("</g>")
-        out.append(_legend_entry(index, c.name, places[index]))
+        out += _series_close(index, c.name, places[index])
     scale = "; the value axis is logarithmic" if log_y else ""
     return _figure(out, f"{escape(title)}: each thick line merges the histograms of every "
                         f"measured round, each thin line is one round; the percentiles are "
@@ -265,8 +272,7 @@ def history(series: list[Series], *, releases: list[str], title: str, y_title: s
     out = _frame(x, y, title=title, x_title="release", y_title=y_title, top=top, desc=desc)
     for index, s in enumerate(series):
         at = {p.x: p for p in s.points}
-        out.append(f'<g style="color:{_colour(index)}" fill="currentColor" '
-                   f'stroke="currentColor"><title>{escape(s.name)}</title>')
+        out.append(_series_open(index, s.name))
         for run in _runs(releases, at):
             px = [x.pixel(r) for r in run]
             low = [y.pixel(min(at[r].rounds or (at[r].median,))) for r in run]
@@ -292,8 +298,7 @@ def history(series: list[Series], *, releases: list[str], title: str, y_title: s
                            f'cy="{y.pixel(at[release].median):.1f}" {ring} fill="none" '
                            f'stroke-width="2"><title>{escape(s.name)}: {escape(text)}</title>'
                            "</circle>")
-        out.append("</g>")
-        out.append(_legend_entry(index, s.name, places[index]))
+        out += _series_close(index, s.name, places[index])
     kinds = {kind for found in (marks or {}).values() for _, _, kind in found}
     ringed = ("; a ring marks a clear step from the release before" if "rule" in kinds
               else "") + ("; a dashed ring, a change point E-divisive finds" if "edivisive" in
@@ -318,8 +323,7 @@ def timeline(series: list[Series], *, title: str, x_title: str, y_title: str, un
     out = _frame(x, y, title=title, x_title=x_title, y_title=y_title, top=top, desc=desc)
     for index, s in enumerate(series):
         ordered = sorted(s.points, key=lambda p: float(p.x))
-        out.append(f'<g style="color:{_colour(index)}" fill="currentColor" '
-                   f'stroke="currentColor"><title>{escape(s.name)}</title>')
+        out.append(_series_open(index, s.name))
         if len(ordered) > 1:
             out.append('<polyline points="' + " ".join(
                 f"{x.pixel(p.x):.1f},{y.pixel(p.median):.1f}" for p in ordered)
@@ -329,8 +333,7 @@ def timeline(series: list[Series], *, title: str, x_title: str, y_title: str, un
             out.append(f'<circle cx="{x.pixel(p.x):.1f}" cy="{y.pixel(p.median):.1f}" r="4">'
                        f"<title>{escape(s.name)}: highest {escape(format_value(p.median, unit))}"
                        f" at {escape(label(p.x))}</title></circle>")
-        out.append("</g>")
-        out.append(_legend_entry(index, s.name, places[index]))
+        out += _series_close(index, s.name, places[index])
     scale = "; the value axis is logarithmic" if log_y else ""
     return _figure(out, f"{escape(title)}: a point per bin of the window; the dot marks each "
                         f"line's highest{scale}.")

@@ -263,9 +263,8 @@ class Conditions:
         items, ok = [], True
         for index, cells in enumerate(groups):
             if otava is None:
-                found = [s for s in changepoints.steps([(f.label, f.cell) for f in cells],
-                                                       metric, self.pins.min_rounds(alias))
-                         if s.clear]
+                found = changepoints.clear_steps([(f.label, f.cell) for f in cells], metric,
+                                                 self.pins.min_rounds(alias))
                 releases = [s.after for s in found]
                 text = ", ".join(f"{s.before}→{s.after} {format_percent(s.change.percent)}"
                                  for s in found)
@@ -275,8 +274,10 @@ class Conditions:
             ok &= releases == [r for r in self.pins.labels(alias) if r in wanted]
             where = cells[0].describe("label") or cells[0].block
             items.append(f"{where}: {text or 'no clear step'}")
-        what = "clear steps" if otava is None else "E-divisive change points"
-        expected = (f"{what} at {', '.join(wanted)} only" if wanted
-                    else f"no {what[:-1]} between neighbouring releases" if otava is None
-                    else "no E-divisive change point")
+        if wanted:
+            what = "clear steps" if otava is None else "E-divisive change points"
+            expected = f"{what} at {', '.join(wanted)} only"
+        else:
+            expected = ("no clear step between neighbouring releases" if otava is None
+                        else "no E-divisive change point")
         return Condition(ok, f"{expected} ({metric})", _listing(items))

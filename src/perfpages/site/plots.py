@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfpages.analysis.changepoints import flatten, landing, steps
+from perfpages.analysis.changepoints import clear_steps, flatten, landing
 from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import axis_title, info, metrics_title, parameter, titled
 from perfpages.archive import samples
@@ -178,14 +178,17 @@ class Plots:
         names, shared = _names(found, ["p50"])
         lines = []
         for name, f in zip(names, found, strict=True):
-            run_dir = self.pins.runs[f.run].path
+            loaded = self.pins.runs[f.run]
+            run_dir = loaded.path
             by_round = samples.names(run_dir, f.block, f.label, f.parameters)
             if not by_round:
                 raise AnalysisError(f"no samples for {f.describe()}",
                                     fix="select a block whose cases keep samples (the cold path)")
             for rnd, file in by_round.items():
                 bins: dict[int, list[float]] = {}
-                for one in samples.read(run_dir, file):
+                if ("samples", file) not in loaded.memo:  # read once per loaded run
+                    loaded.memo["samples", file] = samples.read(run_dir, file)
+                for one in loaded.memo["samples", file]:
                     bins.setdefault(int(one.offset_s // bin_s), []).append(one.latency_ms)
                 series = svgchart.Series(name + (f", round {rnd}" if len(by_round) > 1 else ""))
                 for index in sorted(bins):
@@ -227,8 +230,8 @@ class Plots:
             series.append(s)
             marks[name] = [(step.after, f"clear step at {step.after}: "
                                         f"{format_percent(step.change.percent)}", "rule")
-                           for step in steps([(f.label, f.cell) for f in cells], metric,
-                                             self.pins.min_rounds(alias)) if step.clear]
+                           for step in clear_steps([(f.label, f.cell) for f in cells], metric,
+                                                   self.pins.min_rounds(alias))]
             marks[name] += [(release, f"E-divisive change point at {release}", "edivisive")
                             for release in by_otava]
         values = [v for s in series for p in s.points for v in (p.median, *p.rounds)]

@@ -8,6 +8,7 @@ which a new segment starts. The first call installs the pinned requirement (PyPI
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -59,7 +60,16 @@ def venv() -> Path:
 
 
 def change_points(series: list[list[float]], max_pvalue: float = MAX_PVALUE) -> list[list[int]]:
-    """Per series, the indices at which otava's E-divisive finds a new segment starting."""
+    """Per series, the indices at which otava's E-divisive finds a new segment starting. A
+    history chart, its claim and a reproduction's renderings ask for the same series: each is
+    computed once per process (otava is deterministic)."""
+    found = _computed(tuple(tuple(s) for s in series), max_pvalue)
+    return [list(s) for s in found]
+
+
+@functools.cache
+def _computed(series: tuple[tuple[float, ...], ...],
+              max_pvalue: float) -> tuple[tuple[int, ...], ...]:
     root = venv()
     done = subprocess.run([str(root / "bin" / "python"), "-I", "-c", SCRIPT], cwd=root,
                           input=json.dumps({"series": series, "window": WINDOW,
@@ -69,4 +79,4 @@ def change_points(series: list[list[float]], max_pvalue: float = MAX_PVALUE) -> 
         last = (done.stderr.strip() or "no output").splitlines()[-1]
         raise PerfpagesError(f"apache-otava failed: {last}", key="e-divisive",
                              fix=f"remove {root} to reinstall it")
-    return [list(map(int, s)) for s in json.loads(done.stdout)]
+    return tuple(tuple(map(int, s)) for s in json.loads(done.stdout))
