@@ -107,6 +107,10 @@ def _sha(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
 def _store_db(label: str) -> str:
     return "qagstore_" + "".join(c if c.isalnum() else "_" for c in label)
 
@@ -147,8 +151,8 @@ def spec(b, target, work: Path, env: dict[str, str]) -> ServiceSpec:  # type: ig
     argv = [str(b.venv / "bin" / "gunicorn"), "-c", "python:queryapigate.gunicorn_conf",
             "--bind", "{host}:{port}", "--workers", "1", "--worker-class", "gthread",
             "--no-control-socket", "--timeout", "120", "--graceful-timeout", "30"]
-    if b.label.pin.version.startswith("0.42."):
-        # 0.42's gunicorn_conf sets no thread count: without this, gunicorn runs one thread.
+    if _release(b.label.pin.version) < (0, 43):
+        # Before 0.43, gunicorn_conf sets no thread count: without this, gunicorn runs one thread.
         argv += ["--threads", env.get("QUERYAPIGATE_THREADS", "8")]
     argv.append("queryapigate.app:create_app()")
     return ServiceSpec(name=f"queryapigate {b.label.name}", command=tuple(argv),

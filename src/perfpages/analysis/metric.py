@@ -33,6 +33,10 @@ _KNOWN: dict[str, MetricInfo] = {
     "failed_windows": MetricInfo("failed_windows", "failed windows", "", False),
     "drops": MetricInfo("drops", "dropped requests", "", False),
     "achieved_rate": MetricInfo("achieved_rate", "achieved rate", "/s", True),
+    # Across a delay to the database (perfpages.run.delay): per call, and what the proxy added.
+    "round_trips": MetricInfo("round_trips", "round trips per call", "", False),
+    "statements": MetricInfo("statements", "statements per call", "", False),
+    "added_rtt_ms": MetricInfo("added_rtt_ms", "added round-trip time", "ms", None),
     **{name: MetricInfo(name, f"{name} latency", "ms", False) for name in LATENCY_METRICS},
 }
 
@@ -46,6 +50,7 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "threads": ("threads per worker", ""),
     "workers": ("workers", ""),
     "scale": ("scale factor", ""),
+    "delay_ms": ("delay to PostgreSQL each way", "ms"),
 }
 _SUFFIXES = {"_pct": "%", "_ms": "ms", "_s": "s", "_mb": "MB", "_per_s": "per second"}
 _UNIT_WORDS = {"/s": "per second"}

@@ -155,3 +155,16 @@ def explain(conn: psycopg.Connection, sql: str) -> Any:
     row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}").fetchone()
     value = row[0] if row else None
     return json.loads(value) if isinstance(value, str) else value
+
+
+# Marks the harness's own count, which pg_stat_statements tracks too (it keeps the comment).
+_COUNT_MARK = "/* perfpages: statement count */"
+
+
+def statement_calls(conn: psycopg.Connection) -> float:
+    """Statements executed so far on the whole server (every database), the count's own
+    executions left out: their difference over a case, per request, is statements per call."""
+    row = conn.execute(f"{_COUNT_MARK} SELECT coalesce(sum(calls), 0)::float8 "
+                       "FROM pg_stat_statements WHERE query NOT LIKE %s",
+                       (_COUNT_MARK + "%",)).fetchone()
+    return float(row[0]) if row else 0.0

@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.reader import path_part as slug
@@ -27,6 +29,7 @@ from perfpages.loadgen.spec import Load, Request
 from perfpages.run import collect, profile
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
+from perfpages.run.delay import DelayProxy
 from perfpages.run.postgres import Server
 from perfpages.run.service import Service
 from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
@@ -54,8 +57,9 @@ class HttpBlocks:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.prepared: set[str] = set()
+        self.prepared: set[tuple[str, str, int]] = set()  # (label, host, port) it was given
         self._workdir: Path | None = None
+        self._proxy: DelayProxy | None = None
 
     @property
     def workdir(self) -> Path:
@@ -64,7 +68,16 @@ class HttpBlocks:
             self.session.clusters.owned.add(self._workdir)  # reaped if the run is killed
         return self._workdir
 
+    @property
+    def proxy(self) -> DelayProxy:
+        if self._proxy is None:  # one for the run: a subject's configuration may name its port
+            self._proxy = DelayProxy()
+        return self._proxy
+
     def close(self) -> None:
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -83,18 +96,29 @@ class HttpBlocks:
     def plans(self, block: HttpBlockSpec) -> dict[str, str]:
         return {}
 
-    def _service(self, suite: Suite, b: Build, env: dict[str, str],
-                 log: Path) -> tuple[Service, Server]:
+    def _service(self, suite: Suite, b: Build, env: dict[str, str], log: Path,
+                 delayed: bool = False) -> tuple[Service, Server]:
+        """The subject for a label, not started; `delayed`: it reaches PostgreSQL through the
+        delay proxy (its store and its data alike, as a deployment across a network would)."""
         assert suite.service is not None
         clusters = self.session.clusters
         server = clusters.start(suite, b)
         target = server.target.with_db(clusters.db(suite, server))
+        if delayed:
+            if target.host.startswith("/"):
+                raise PerfpagesError(f"a delay needs PostgreSQL over TCP, not the socket "
+                                     f"directory {target.host}", key="--dsn",
+                                     fix="give the server's host as an address")
+            self.proxy.route(target.host, target.port)
+            self.proxy.set(0.0)
+            target = replace(target, host=self.proxy.host, port=self.proxy.port)
         work = self.workdir / slug(b.label.name)
         work.mkdir(parents=True, exist_ok=True)
+        prepared = (b.label.name, target.host, target.port)
         try:
-            if b.label.name not in self.prepared and suite.service.prepare is not None:
+            if prepared not in self.prepared and suite.service.prepare is not None:
                 suite.service.prepare(b, target, work)
-                self.prepared.add(b.label.name)
+                self.prepared.add(prepared)
             spec = suite.service.spec(b, target, work, env)
             if spec.cwd is None:  # never the checkout: `python -m pkg` there runs its code
                 spec = replace(spec, cwd=work)
@@ -148,8 +172,9 @@ class HttpBlocks:
                 continue
             log = writer.run_dir / base / "server.log"
             start = utc_now()
+            delayed = any(c.delay_ms is not None for c in group)
             try:
-                service, server = self._service(suite, b, group[0].env, log)
+                service, server = self._service(suite, b, group[0].env, log, delayed)
                 service.start()
             except PerfpagesError as exc:
                 for case in group:
@@ -179,9 +204,11 @@ class HttpBlocks:
                     turn = HttpTurn(service.url, window_s,
                                     method.warmup_s if index == 0 else 0.0, seed=seed & 0xFFFF,
                                     capacity=capacity)
+                    network = _Network(self.proxy, server, self.session) if delayed else None
                     result = self._run_case(writer, block, b, rnd, case, turn, service,
                                             record=not archived(case),
-                                            profile=block.flamegraph and rnd == 1 and index == 0)
+                                            profile=block.flamegraph and rnd == 1 and index == 0,
+                                            network=network)
                     if case.capacity and result is not None:
                         capacity = result.throughput
                     step(f"{block.name} r{rnd} {name} {params_key(case.params)}", window_s)
@@ -215,17 +242,22 @@ class HttpBlocks:
 
     def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
                   case: HttpCase, turn: HttpTurn, service: Service, record: bool,
-                  profile: bool) -> loadgen.LoadResult | None:
+                  profile: bool, network: _Network | None = None) -> loadgen.LoadResult | None:
         name = b.label.name
         start = utc_now()
+        extra: dict[str, float | None] = {}
         try:
             load = self._load(case, turn)
+            if network is not None:
+                network.begin(case.delay_ms or 0.0)
             profiler = _Profiler(service) if profile else None
             try:
                 result = loadgen.run(load)
             finally:
                 if profiler is not None:
                     profiler.stop()
+            if network is not None:
+                extra = network.end(result)
         except PerfpagesError as exc:
             if record:
                 self._failed(writer, block, name, rnd, case, start, str(exc))
@@ -233,6 +265,8 @@ class HttpBlocks:
         if not record:
             return result
         for w in result.to_windows(block.name, name, rnd, case.params):
+            if extra and w.kind == "measure":
+                w = replace(w, metrics={**w.metrics, **extra})
             self.session.append(writer, w)
         base = f"{block.name}/{slug(name)}/r{rnd}-{slug(params_key(case.params))}"
         if case.samples:
@@ -243,6 +277,40 @@ class HttpBlocks:
             profiler.save(writer, f"diagnostics/{block.name}/{slug(name)}",
                           list(block.flame_rules), f"{name}: {params_key(case.params)}")
         return result
+
+
+class _Network:
+    """One case sent through the delay proxy: its hold each way, and per call what crossed the
+    "network" — round trips the proxy counted, statements pg_stat_statements counted (the
+    warm-up's requests included: the counters run over the whole case)."""
+
+    def __init__(self, proxy: DelayProxy, server: Server, session: Session) -> None:
+        self.proxy = proxy
+        self.server = server
+        self.session = session
+        self.calls: float | None = None
+
+    def _statements(self) -> float | None:
+        try:
+            with self.server.target.connect(self.session.clusters.admin_db(self.server)) as conn:
+                return collect.statement_calls(conn)
+        except psycopg.Error:  # an external server without pg_stat_statements: not counted
+            return None
+
+    def begin(self, delay_ms: float) -> None:
+        self.proxy.set(delay_ms)
+        self.calls = self._statements()
+
+    def end(self, result: loadgen.LoadResult) -> dict[str, float | None]:
+        hops = self.proxy.hops()
+        calls = self._statements()
+        requests = result.total().requests + (result.warmup.requests if result.warmup else 0)
+        if not requests:
+            return {}
+        statements = (None if calls is None or self.calls is None
+                      else (calls - self.calls) / requests)
+        return {"added_rtt_ms": hops.added_rtt_ms, "round_trips": hops.turns / requests,
+                "statements": statements}
 
 
 class _Profiler:

@@ -124,13 +124,26 @@ class HttpCase:
 
     `load(turn)` returns a `perfpages.Load`. Cases with the same `env` share one start of the
     subject; a case with `capacity=True` sets the capacity later cases take shares of.
-    `samples=True` keeps every request in samples/ (the cold path)."""
+    `samples=True` keeps every request in samples/ (the cold path). `delay_ms` puts a network
+    between the subject and PostgreSQL: every chunk held that long each way (the parameter
+    `delay_ms` is added; see `perfpages.run.delay`)."""
 
-    params: dict[str, str | int]
+    params: dict[str, str | int | float]
     load: Callable[[HttpTurn], Any]
     env: dict[str, str] = field(default_factory=dict)
     capacity: bool = False
     samples: bool = False
+    delay_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.delay_ms is None:
+            return
+        if not 0 <= self.delay_ms <= 1000:
+            raise PerfpagesError(f"delay_ms={self.delay_ms!r} is not between 0 and 1000",
+                                 key=f"case {self.params}", fix="give a delay in milliseconds")
+        delay: int | float = int(self.delay_ms) if self.delay_ms == int(self.delay_ms) \
+            else float(self.delay_ms)
+        object.__setattr__(self, "params", {**self.params, "delay_ms": delay})
 
 
 @dataclass(frozen=True)

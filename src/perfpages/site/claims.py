@@ -17,7 +17,7 @@ from perfpages.analysis.method import format_difference, format_percent, format_
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
-from perfpages.site.macros import noise_rows, scale, verdict
+from perfpages.site.macros import cell_text, noise_rows, scale, series_round_trips, verdict
 from perfpages.site.pins import Found, Pins, Side, same_value, side_text
 from perfpages.site.plots import edivisive_points
 
@@ -73,7 +73,7 @@ class Conditions:
         return {"faster": self.faster, "slower": self.slower, "between": self.between,
                 "below": self.below, "above": self.above, "overlap": self.overlap,
                 "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
-                "best": self.best, "steps": self.steps}
+                "best": self.best, "steps": self.steps, "trips": self.trips}
 
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change]]:
@@ -281,3 +281,18 @@ class Conditions:
             expected = ("no clear step between neighbouring releases" if otava is None
                         else "no E-divisive change point")
         return Condition(ok, f"{expected} ({metric})", _listing(items))
+
+    def trips(self, count: float, metric: str = "p50", *, tolerance: float = 0.5,
+                    **filters: Any) -> Condition:
+        """Every selected series makes `count` round trips per call: every round's slope of
+        `metric` against the measured added round trip is within `tolerance` of it."""
+        if tolerance <= 0:
+            raise AnalysisError(f"tolerance={tolerance!r} is not above 0",
+                                fix="give tolerance as round trips, e.g. 0.5")
+        rows = series_round_trips(self.pins, metric, filters)
+        items = [f"{row.where}: {cell_text(row.trips.slope, '', 2)}" for row in rows]
+        return Condition(all(row.trips.within(count, tolerance) for row in rows),
+                         f"{count:g} round trips per call (every round within "
+                         f"±{tolerance:g}, slope of {metric} against the added "
+                         "round trip)", _listing(items))
+

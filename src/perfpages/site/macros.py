@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from perfpages.analysis import noise
 from perfpages.analysis.decision import Cell, Change
 from perfpages.analysis.method import format_differences, format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value, info
+from perfpages.analysis.roundtrips import RoundTrips, round_trips
 from perfpages.archive import files, preflight
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
@@ -76,7 +78,7 @@ class Macros:
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
                 "cpu_shares": self.cpu_shares, "given": given,
-                "noise_floor": self.noise_floor}
+                "noise_floor": self.noise_floor, "round_trips": self.round_trips}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
         if dimension == "metric":
@@ -189,6 +191,29 @@ class Macros:
             f"{sum(c.clear for c in changes)} of {len(changes)} clear"
         return escape.md(f"{text} ({note})" if show_verdict else text)
 
+    def round_trips(self, metric: str = "p50", *, digits: int | None = None,
+                    **filters: Any) -> str:
+        """Round trips per call from latency against the delay to PostgreSQL: per series, the
+        metric at each delay, the slope against the measured added round trip, and the round
+        trips and statements counted per call (the proxy's and pg_stat_statements')."""
+        rows = series_round_trips(self.pins, metric, filters)
+        delays = sorted({d for row in rows for d in row.trips.delays})
+        factor, shown = scale(metric, None)
+        corner = f"{metric} ({shown}), delay each way" if shown else f"{metric}, delay each way"
+        header = [escape.md(corner), *(escape.md(f"+{d:g} ms") for d in delays),
+                  "round trips (slope)", "counted by the proxy", "statements"]
+        body = []
+        for row in rows:
+            at = dict(zip(row.trips.delays, row.trips.latency, strict=True))
+            body.append([escape.md(row.name),
+                         *(escape.md(cell_text(scaled(at[d], factor), "", digits))
+                           if d in at else "—" for d in delays),
+                         escape.md(cell_text(row.trips.slope, "", 2 if digits is None
+                                             else digits)),
+                         *(escape.md(cell_text(c, "", 2, spread=False)) if c else "—"
+                           for c in (row.counted, row.statements))])
+        return "\n\n" + escape.table(header, body) + "\n\n"
+
     def cpu_shares(self, block: str = "profile", label: str | list[str] | None = None, *,
                    run: str | None = None, digits: int = 1) -> str:
         """Where the subject's CPU went (py-spy), by category: a column per label."""
@@ -280,3 +305,44 @@ def given(text: object) -> str:
     """A figure that is not a measurement (a setting, a size): shown as typed, never linted."""
     return escape.md(text)
 
+
+@dataclass(frozen=True)
+class TripsRow:
+    """One series across delays, for the `round_trips` table and the `trips` claim."""
+
+    name: str  # what differs from the other series
+    where: str  # the whole series: label and parameters, for a claim's data
+    trips: RoundTrips
+    counted: Cell | None  # round trips per call the proxy counted (at the smallest delay)
+    statements: Cell | None  # statements per call pg_stat_statements counted (same)
+
+
+def series_round_trips(pins: Pins, metric: str, filters: dict[str, Any]) -> list[TripsRow]:
+    """Per series across delays: the round trips from the slope, and the counts at the
+    smallest delay, where most calls ran."""
+    groups = pins.delays(metric=metric, **filters)
+    firsts = [points[0][1] for points in groups]
+    varies = [d for d in ("run", "block", "label") if len({getattr(f, d) for f in firsts}) > 1]
+    params = [k for k in dict.fromkeys(k for f in firsts for k in f.params)
+              if k != "delay_ms" and len({str(f.params.get(k)) for f in firsts}) > 1]
+    out = []
+    for points, first in zip(groups, firsts, strict=True):
+        name = ", ".join([str(getattr(first, d)) for d in varies]
+                         + [f"{k}={first.params.get(k)}" for k in params]) or first.label
+        where = ", ".join([first.label] + [f"{k}={v}" for k, v in first.params.items()
+                                           if k != "delay_ms"])
+        out.append(TripsRow(name, where,
+                            round_trips([(d, f.cell, added.cell) for d, f, added in points]),
+                            _counted(pins, first, "round_trips"),
+                            _counted(pins, first, "statements")))
+    return out
+
+
+def _counted(pins: Pins, first: Found, metric: str) -> Cell | None:
+    """The cell of `metric` beside `first` (same run, block, label, parameters), if measured."""
+    try:
+        found = pins.select(metric=metric, run=first.run, block=first.block, label=first.label,
+                            where=dict(first.params))
+    except AnalysisError:  # a run made before the proxy counted, or without pg_stat_statements
+        return None
+    return next((f.cell for f in found if f.parameters == first.parameters), None)

@@ -8,6 +8,7 @@ from typing import Any
 
 from perfpages.analysis.decision import Cell
 from perfpages.analysis.method import check_comparable
+from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site.store import Loaded, RunStore
 
@@ -285,6 +286,30 @@ class Pins:
             series.setdefault((f.block, f.parameters), []).append(f)
         return alias[0], [sorted(cells, key=lambda f: order[f.label])
                           for cells in series.values()]
+
+    def delays(self, *, metric: str = "p50",
+               **filters: Any) -> list[list[tuple[float, Found, Found]]]:
+        """Cases measured across `delay_ms`: per series (run, block, label and the other
+        parameters), (delay, the metric's cell, the measured added round trip's cell) by
+        delay."""
+        filters = dict(filters)
+        if "delay_ms" in (filters.get("where") or {}):
+            raise AnalysisError("where= sets delay_ms, the dimension round trips are read along",
+                                fix="leave delay_ms out of where=")
+        added = {(f.run, f.block, f.label, f.parameters): f
+                 for f in self.select(metric="added_rtt_ms", **filters)}
+        series: dict[tuple[str, ...], list[tuple[float, Found, Found]]] = {}
+        for f in self.select(metric=metric, **filters):
+            other = added.get((f.run, f.block, f.label, f.parameters))
+            if other is None or "delay_ms" not in f.params:
+                continue
+            rest = params_key({k: v for k, v in f.params.items() if k != "delay_ms"})
+            series.setdefault((f.run, f.block, f.label, rest), []).append(
+                (float(f.params["delay_ms"]), f, other))
+        if not series:
+            raise AnalysisError(f"no cells of {metric!r} measured across delays",
+                                fix="select a block whose cases set delay_ms")
+        return [sorted(points, key=lambda p: p[0]) for points in series.values()]
 
     def min_rounds(self, alias: str) -> int:
         return self.runs[alias].manifest.method.min_rounds
