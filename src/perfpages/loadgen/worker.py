@@ -1,4 +1,5 @@
-"""One load generator process: an event loop (uvloop where present) driving aiohttp.
+"""One load generator process: an event loop (uvloop where present) driving HTTP/1.1 connections
+(`perfpages.loadgen.client`).
 
 Runs in a spawned process (see `perfpages.loadgen.generator.run`): it says "ready", waits for
 the shared start instant, runs its share of the callers or of the offered rate, and sends
@@ -15,20 +16,14 @@ import random
 import signal
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-from multidict import CIMultiDict
-from yarl import URL
-
 from perfpages.archive.histogram import Latency
-from perfpages.loadgen.spec import PLACEHOLDER, Load, Request
+from perfpages.loadgen.client import ConnectError, Connection, HttpError, Origin, fetch, now_s
+from perfpages.loadgen.spec import Load
 from perfpages.loadgen.tally import Tally
-
-# uvloop's loop.time() has millisecond resolution (and is cached per iteration): time requests with
-# the system-wide monotonic clock instead.
-now_s = time.perf_counter
+from perfpages.loadgen.template import Template
 
 PROBE_S = 0.01  # how often the event loop's own lag and CPU are sampled
 WATCHDOG_S = 0.05  # how often requests are checked against their timeout
@@ -102,65 +97,18 @@ async def sleep_until(t: float) -> None:
         await asyncio.sleep(delay)
 
 
-# method, URL, headers, body: what session.request() is given
-Prepared = tuple[str, URL | str, Mapping[str, str] | None, bytes | None]
-
-
-class Template:
-    """A request ready to send: static parts prepared once, placeholders filled per request."""
-
-    def __init__(self, req: Request) -> None:
-        self.method = req.method
-        self.headers = dict(req.headers)
-        body = req.body_text()
-        if req.json is not None:
-            self.headers.setdefault("Content-Type", "application/json")
-        self.fill = [(name, "{" + name + "}", lo, hi) for name, (lo, hi) in req.fill.items()]
-        self.url_text, self.body_text = req.url, body
-        self.url: URL | str = req.url if self.fill else URL(req.url)
-        self.body: bytes | None = body.encode() if body else None
-        self.dynamic_headers = any(PLACEHOLDER.search(v) for v in self.headers.values())
-        # Without placeholders everything is built once; aiohttp copies the headers it is given
-        # (a CIMultiDict without converting it first) and takes no headers at all as None.
-        self.static: Prepared = (self.method, self.url,
-                                 CIMultiDict(self.headers) if self.headers else None, self.body)
-
-    def make(self, rng: random.Random) -> Prepared:
-        if not self.fill:
-            return self.static
-        url, body, headers = self.url_text, self.body_text, self.headers
-        if self.dynamic_headers:
-            headers = dict(headers)
-        for _name, token, lo, hi in self.fill:
-            value = str(rng.randint(lo, hi))
-            url = url.replace(token, value)
-            if body:
-                body = body.replace(f'"{token}"', value).replace(token, value)
-            if self.dynamic_headers:
-                headers = {k: v.replace(token, value) for k, v in headers.items()}
-        return self.method, url, headers, body.encode() if body else None
-
-
-class StampedRequest(aiohttp.ClientRequest):
-    """Notes when aiohttp has handed the request to the socket, so that its own work preparing
-    the request is not counted as the subject's time."""
-
-    async def send(self, conn: Any) -> aiohttp.ClientResponse:
-        response = await super().send(conn)
-        response.perfpages_sent = now_s()  # type: ignore[attr-defined]
-        return response
-
-
 class Slot:
     """A caller's (or open-loop chain's) request in flight, for the watchdog: setting a deadline
-    per request is cheaper than a dict entry keyed by the current task. Open loop reuses them."""
+    per request is cheaper than a dict entry keyed by the current task. Open loop reuses them,
+    and with them their kept-alive connections: at most one per slot and origin."""
 
-    __slots__ = ("deadline", "expired", "task")
+    __slots__ = ("conns", "deadline", "expired", "task")
 
     def __init__(self, task: asyncio.Task[Any] | None = None) -> None:
         self.task = task
         self.deadline = IDLE
         self.expired = False
+        self.conns: dict[Origin, Connection] = {}
 
 
 IDLE = float("inf")  # a slot's deadline with no request in flight
@@ -173,6 +121,7 @@ class Shard:
     def __init__(self, load: Load, shard: int, pipe: Any) -> None:
         self.load, self.shard, self.pipe = load, shard, pipe
         self.open = load.open_loop
+        self.timeout_s = load.timeout_s
         self.callers = load.callers_of(shard)
         self.rng = random.Random(f"{load.seed}:params:{shard}")
         self.templates = [Template(r) for r in load.requests]
@@ -188,6 +137,7 @@ class Shard:
         self.windows = [Tally(index=i, duration_s=d) for i, d in enumerate(self.lengths)]
         self.warm = Tally(index=-1, duration_s=load.warmup_s)
         self.buckets = [Bucket(t) for t in self.windows]
+        self.window_s, self.last = load.window_s, len(self.buckets) - 1  # for bucket_at()
         self.warm_bucket = Bucket(self.warm) if load.warmup_s > 0 else self.buckets[0]
         self.samples: list[str] = []
         self.t0 = self.t_start = self.t_end = 0.0
@@ -207,7 +157,7 @@ class Shard:
     def bucket_at(self, t: float) -> Bucket:
         if t < self.t0:
             return self.warm_bucket
-        return self.buckets[min(int((t - self.t0) / self.load.window_s), len(self.buckets) - 1)]
+        return self.buckets[min(int((t - self.t0) / self.window_s), self.last)]
 
     def tally_at(self, t: float) -> Tally:
         return self.bucket_at(t).tally
@@ -224,16 +174,10 @@ class Shard:
 
     async def run(self) -> dict[str, Any]:
         load = self.load
-        # The pool holds exactly as many connections as there are callers; no cookie jar, no
-        # decompression and no per-request timer (see watchdog()): per-request work is the
-        # generator's CPU, and at high rates that CPU is the limit.
-        connector = aiohttp.TCPConnector(limit=self.callers, limit_per_host=self.callers,
-                                         keepalive_timeout=120, ttl_dns_cache=None)
-        async with aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=None),
-                cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
-                request_class=StampedRequest) as session:
-            self.session = session
+        # Each caller (open loop: each of at most `callers` chains) holds its own connections, so
+        # there are as many as there are callers; no per-request timer (see watchdog()):
+        # per-request work is the generator's CPU, and at high rates that CPU is the limit.
+        try:
             self.pipe.send(("ready", None))
             start_at = self.pipe.recv()  # the measurement's start, Unix time, shared by all
             self.loop = asyncio.get_running_loop()
@@ -249,6 +193,10 @@ class Shard:
             self.stopping = True
             cpu_s = await probe
             await watchdog
+        finally:
+            for slot in self.slots:
+                for conn in slot.conns.values():
+                    conn.close()
         self.flush()
         tallies = ([self.warm] if load.warmup_s > 0 else []) + self.windows
         return {"windows": [t.to_json() for t in tallies], "samples": self.samples,
@@ -279,40 +227,31 @@ class Shard:
                 return measured
 
     async def send(self, intended: float, sent: float, slot: Slot) -> None:
-        """One request, due at `intended` and handed to aiohttp at `sent`. Closed loop: latency
+        """One request, due at `intended` and started at `sent`. Closed loop: latency
         runs from the moment the request went to the socket, as wrk's does; open loop: from
         `intended` (coordinated omission corrected), with service time from the socket."""
         bucket = self.bucket_at(intended)
         tally = bucket.tally
-        method, url, headers, body = self.fixed or self.pick().make(self.rng)
         tally.requests += 1
         status: int | str
-        slot.deadline = sent + self.load.timeout_s
+        slot.deadline = sent + self.timeout_s
         wire = done = sent
         try:
-            async with self.session.request(method, url, headers=headers, data=body,
-                                            allow_redirects=False) as resp:  # count 3xx as such
-                # Drain the body without joining it into bytes (its arrival, not its content,
-                # is measured); a small one is usually complete with the headers already.
-                content = resp.content
-                while not content.is_eof():
-                    await content.readany()
-                # The whole response is in: returning the connection to the pool is not the
-                # subject's time.
-                done = now_s()
-                status = resp.status
-                wire = getattr(resp, "perfpages_sent", sent)
+            origin, data, no_body, idempotent = self.fixed or self.pick().make(self.rng)
+            # The body is read to its end, counted, not kept (its arrival, not its content, is
+            # measured); redirects are not followed (a 3xx counts as such).
+            conn = await fetch(slot.conns, origin, data, no_body, idempotent)
+            done = now_s()
+            status, wire = conn.status, conn.sent
         except asyncio.CancelledError:
             if not slot.expired:
                 raise
             slot.expired = False
             slot.task.uncancel()  # type: ignore[union-attr]
             status = "timeout"
-        except TimeoutError:
-            status = "timeout"
-        except aiohttp.ClientConnectorError:
+        except ConnectError:
             status = "connect"
-        except (aiohttp.ClientError, OSError):
+        except (HttpError, OSError):
             status = "other"
         finally:
             slot.deadline = IDLE
