@@ -1,6 +1,6 @@
 """perfpages' HTTP load generator against wrk (Debian package), side by side on this machine.
 
-    python benchmarks/loadgen_vs_wrk.py [--rounds 5] [--duration 3]
+    python benchmarks/loadgen_vs_wrk.py [--rounds 5] [--duration 3] [--baseline REF]
 
 Two trivial servers run in subprocesses (uvloop where installed), each answering "ok":
   raw      a bare asyncio protocol, as cheap as a Python server gets; also /work, which spins
@@ -16,22 +16,31 @@ order flips every round), so that other work on the machine hits both tools alik
      and on raw /work (1 and 8), where the server, not the client, sets the pace; the req/s ratio
      shows whether the load really was equal (p50 target: within 15 %);
   3. p50 of one connection on raw / (each tool at its own pace): the client's own overhead, in µs.
-Ratios are reported per round, then as median (min–max).
+Ratios are reported per round, then as median (min–max), and beside every run the client's CPU
+per 1,000 requests (the generator's processes over the measurement; wrk's from its rusage).
+
+With --baseline REF (a git revision, e.g. main) the generator of that revision runs too, in the
+same groups and rounds, as "gen@REF": a change to the generator measured before and after, side
+by side with wrk, in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from perfpages import Load, Request
 from perfpages.loadgen.generator import run
@@ -91,21 +100,46 @@ class Measure:
     rate: float  # responses per second
     p50_ms: float
     cpu_pct: float | None = None  # generator: the busiest process's CPU, % of one core
+    cpu_per_k_ms: float | None = None  # the client's CPU per 1,000 requests
 
 
 def wrk(url: str, connections: int, duration: float) -> Measure:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk is the only child waited for
     out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", url],
                          capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     value, unit = re.search(r"50%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
-    return Measure(rate, float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit])
+    sent = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return Measure(rate, float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit],
+                   cpu_per_k_ms=1e6 * cpu / max(sent, 1))
 
 
 def generator(url: str, callers: int, duration: float, processes: int = 1) -> Measure:
     result = run(Load([Request(url)], duration_s=duration, callers=callers, processes=processes))
     total = result.total()
     return Measure(result.throughput, total.latency.percentile_ms(50),
-                   100.0 * max(result.cpu_s) / duration)
+                   100.0 * max(result.cpu_s) / duration,
+                   1e6 * sum(result.cpu_s) / max(total.requests, 1))
+
+
+def generator_at(src: Path, url: str, callers: int, duration: float,
+                 processes: int = 1) -> Measure:
+    """The generator of another revision (its source tree at `src`), in a process of its own."""
+    args = json.dumps([url, callers, duration, processes])
+    out = subprocess.run([sys.executable, __file__, "--generate", args], capture_output=True,
+                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(src)}).stdout
+    return Measure(**json.loads(out.splitlines()[-1]))
+
+
+def checkout(ref: str, into: str) -> Path:
+    """The `src` tree of a git revision of this repository, extracted under `into`."""
+    repo = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "src"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    return Path(into) / "src"
 
 
 def span(values: list[float], fmt: str = "{:.2f}") -> str:
@@ -117,8 +151,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=float, default=3.0)
+    parser.add_argument("--baseline", metavar="REF", help="also run the generator of this git "
+                        "revision (e.g. main), as gen@REF")
     parser.add_argument("--serve", choices=("raw", "aiohttp"), help=argparse.SUPPRESS)
+    parser.add_argument("--generate", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate:
+        print(json.dumps(asdict(generator(*json.loads(args.generate)))))
+        return
     if args.serve:
         serve = _serve_raw() if args.serve == "raw" else _serve_aiohttp()
         try:
@@ -132,16 +172,22 @@ def main() -> None:
         sys.exit("wrk is not installed: apt-get install -y wrk")
     (raw, raw_port), (aio, aio_port) = start_server("raw"), start_server("aiohttp")
     try:
-        rounds = measure(f"http://127.0.0.1:{raw_port}", f"http://127.0.0.1:{aio_port}",
-                         args.rounds, args.duration)
+        with tempfile.TemporaryDirectory() as tmp:
+            tools: dict[str, Callable[..., Measure]] = {"gen": generator}
+            if args.baseline:
+                src = checkout(args.baseline, tmp)
+                tools[f"gen@{args.baseline}"] = lambda *a: generator_at(src, *a)
+            rounds = measure(f"http://127.0.0.1:{raw_port}", f"http://127.0.0.1:{aio_port}",
+                             args.rounds, args.duration, tools)
     finally:
         for proc in (raw, aio):
             proc.terminate()
             proc.wait()
-    summarise(rounds)
+    summarise(rounds, list(tools))
 
 
-def measure(raw: str, aio: str, n: int, d: float) -> list[dict[str, Measure]]:
+def measure(raw: str, aio: str, n: int, d: float,
+            tools: dict[str, Callable[..., Measure]]) -> list[dict[str, Measure]]:
     # Groups of runs compared with each other; a group's runs go back to back (in an order that
     # flips every round), so the machine's drift - other work on it - hits both tools alike.
     groups: list[dict[str, Callable[[], Measure]]] = []
@@ -149,14 +195,20 @@ def measure(raw: str, aio: str, n: int, d: float) -> list[dict[str, Measure]]:
         group: dict[str, Callable[[], Measure]] = {}
         for c in (16, 64):
             group[f"{server} / wrk c{c}"] = lambda b=base, c=c: wrk(f"{b}/", c, d)
-            group[f"{server} / gen c{c}"] = lambda b=base, c=c: generator(f"{b}/", c, d)
-        group[f"{server} / gen 2p c64"] = lambda b=base: generator(f"{b}/", 64, d, 2)
+            for tool, gen in tools.items():
+                group[f"{server} / {tool} c{c}"] = lambda b=base, c=c, g=gen: g(f"{b}/", c, d)
+        for tool, gen in tools.items():
+            group[f"{server} / {tool} 2p c64"] = lambda b=base, g=gen: g(f"{b}/", 64, d, 2)
         groups.append(group)
     for c in (1, 8):
-        groups.append({f"raw /work wrk c{c}": lambda c=c: wrk(f"{raw}/work", c, d),
-                       f"raw /work gen c{c}": lambda c=c: generator(f"{raw}/work", c, d)})
-    groups.append({"raw / wrk c1": lambda: wrk(f"{raw}/", 1, d),
-                   "raw / gen c1": lambda: generator(f"{raw}/", 1, d)})
+        group = {f"raw /work wrk c{c}": lambda c=c: wrk(f"{raw}/work", c, d)}
+        for tool, gen in tools.items():
+            group[f"raw /work {tool} c{c}"] = lambda c=c, g=gen: g(f"{raw}/work", c, d)
+        groups.append(group)
+    group = {"raw / wrk c1": lambda: wrk(f"{raw}/", 1, d)}
+    for tool, gen in tools.items():
+        group[f"raw / {tool} c1"] = lambda g=gen: g(f"{raw}/", 1, d)
+    groups.append(group)
     rounds: list[dict[str, Measure]] = []
     for r in range(n):
         got: dict[str, Measure] = {}
@@ -167,35 +219,42 @@ def measure(raw: str, aio: str, n: int, d: float) -> list[dict[str, Measure]]:
             for name in names:
                 got[name] = m = group[name]()
                 cpu = f", generator CPU {m.cpu_pct:3.0f} %" if m.cpu_pct is not None else ""
-                print(f"round {r + 1} {name:>20}: {m.rate:9,.0f} req/s, p50 "
-                      f"{m.p50_ms * 1000:7.0f} µs{cpu}", flush=True)
+                print(f"round {r + 1} {name:>25}: {m.rate:9,.0f} req/s, p50 "
+                      f"{m.p50_ms * 1000:7.0f} µs, {m.cpu_per_k_ms:6.1f} ms CPU per 1,000 "
+                      f"requests{cpu}", flush=True)
         rounds.append(got)
     return rounds
 
 
-def summarise(rounds: list[dict[str, Measure]]) -> None:
+def summarise(rounds: list[dict[str, Measure]], tools: list[str]) -> None:
     print(f"\nmedian (min–max) over {len(rounds)} interleaved rounds")
     for name in rounds[0]:
-        print(f"  {name:>20}: {span([g[name].rate for g in rounds], '{:,.0f}')} req/s, p50 "
-              f"{span([g[name].p50_ms * 1000 for g in rounds], '{:.0f}')} µs")
+        print(f"  {name:>25}: {span([g[name].rate for g in rounds], '{:,.0f}')} req/s, p50 "
+              f"{span([g[name].p50_ms * 1000 for g in rounds], '{:.0f}')} µs, CPU per 1,000 "
+              f"requests {span([g[name].cpu_per_k_ms or 0.0 for g in rounds], '{:.1f}')} ms")
 
     def best(g: dict[str, Measure], server: str, tool: str) -> float:
         return max(m.rate for k, m in g.items() if (k.startswith(f"{server} / {tool} c")
                    and not k.endswith(" c1")) or k == f"{server} / {tool} 2p c64")
 
-    print("\nratios, generator ÷ wrk, per round → median (min–max):")
-    for server in ("raw", "aiohttp"):
-        print(f"  highest req/s, {server} server: "
-              + span([best(g, server, "gen") / best(g, server, "wrk") for g in rounds]))
-    pairs = [("aiohttp / wrk c16", "aiohttp / gen c16", "aiohttp /, 16 connections"),
-             ("raw /work wrk c1", "raw /work gen c1", "raw /work, 1 connection"),
-             ("raw /work wrk c8", "raw /work gen c8", "raw /work, 8 connections")]
-    for w, g_, what in pairs:
-        print(f"  {what}: req/s {span([g[g_].rate / g[w].rate for g in rounds])}, "
-              f"p50 {span([g[g_].p50_ms / g[w].p50_ms for g in rounds])}")
-    print("  one connection on raw /: p50 generator − wrk (µs) "
-          + span([(g["raw / gen c1"].p50_ms - g["raw / wrk c1"].p50_ms) * 1000
-                  for g in rounds], "{:.0f}"))
+    for tool in tools:
+        print(f"\nratios, {tool} ÷ wrk, per round → median (min–max):")
+        for server in ("raw", "aiohttp"):
+            print(f"  highest req/s, {server} server: "
+                  + span([best(g, server, tool) / best(g, server, "wrk") for g in rounds]))
+        pairs = [("aiohttp / wrk c16", f"aiohttp / {tool} c16", "aiohttp /, 16 connections"),
+                 ("raw /work wrk c1", f"raw /work {tool} c1", "raw /work, 1 connection"),
+                 ("raw /work wrk c8", f"raw /work {tool} c8", "raw /work, 8 connections")]
+        for w, g_, what in pairs:
+            print(f"  {what}: req/s {span([g[g_].rate / g[w].rate for g in rounds])}, "
+                  f"p50 {span([g[g_].p50_ms / g[w].p50_ms for g in rounds])}")
+        print("  one connection on raw /: p50 generator − wrk (µs) "
+              + span([(g[f"raw / {tool} c1"].p50_ms - g["raw / wrk c1"].p50_ms) * 1000
+                      for g in rounds], "{:.0f}"))
+        print("  CPU per request, raw / c16 and aiohttp / c16: "
+              + ", ".join(span([(g[f"{s} / {tool} c16"].cpu_per_k_ms or 0.0)
+                                / (g[f"{s} / wrk c16"].cpu_per_k_ms or 1.0) for g in rounds])
+                          for s in ("raw", "aiohttp")) + " × wrk's")
 
 
 if __name__ == "__main__":
