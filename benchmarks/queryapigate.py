@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from string import Template
 
@@ -68,6 +69,7 @@ NOTES = ("subject: gunicorn, 1 gthread worker, 8 threads; its stdout and stderr 
          "0.43.0-noaccess the request and query lines only (0.42.0's logging); 0.43.0-quiet and "
          "0.43.0+cache none (both switches off; +cache: QUERYAPIGATE_METADATA_CACHE_TTL=5).")
 EXTRAS = "queryapigate[server,postgres,flow]"
+DELAYS_MS = (0, 0.5, 1, 2, 5)  # each way between the subject and PostgreSQL (the reference's)
 # Benchmark keys: the configuration holds only their sha256; they never reach an archive.
 KEYS = {"plain": "qag-bench-plain-0123456789abcdef", "governed": "qag-bench-governed-0123456789ab"}
 # gunicorn formats its access line in glogging.py: that is Logging, not gunicorn's HTTP work.
@@ -224,6 +226,9 @@ def suite(quick: bool) -> Suite:
         return HttpCase({"mode": "open", "share_pct": pct},
                         lambda turn: shares(turn, pct / 100))
 
+    def delayed(callers: int, delay_ms: float) -> HttpCase:
+        return replace(closed("lookup-plain", callers, rows), delay_ms=delay_ms)
+
     capacity = closed("lookup-plain", 32, rows)
     # Each block runs the labels its question needs (all six only in the headline block): a
     # full run stays under an hour (the arithmetic: docs/guide/suites.md).
@@ -254,6 +259,14 @@ def suite(quick: bool) -> Suite:
                                   "60 s",
                       metrics=("p50", "p99", "p99.9", "p99.99", "max"),
                       labels=("0.42.0", "0.43.0"), rounds=1, window_s=cold_s),
+        HttpBlockSpec("network", (*(delayed(1, d) for d in DELAYS_MS), delayed(32, 0.5)),
+                      title="A database across a network: a delay each way to PostgreSQL",
+                      description="plain lookup; one caller at each delay (round trips per "
+                                  "call from the slope), 32 callers at 0.5 ms; the store and "
+                                  "the data both behind the delay",
+                      metrics=("p50", "throughput", "round_trips", "statements"),
+                      labels=("0.42.0", "0.43.0", "0.43.0+cache"),
+                      window_s=None if quick else 4.0),
         HttpBlockSpec("profile", (closed("lookup-plain", 32, rows),),
                       title="Where the CPU goes (py-spy attached, one round)",
                       labels=("0.42.0", "0.43.0", "0.43.0-noaccess", "0.43.0-quiet",

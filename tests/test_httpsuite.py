@@ -133,17 +133,25 @@ def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path, lef
 
 @pytest.mark.network
 def test_queryapigate_smoke(tmp_path: Path) -> None:
-    """The real suite on the real 0.43.0 release from PyPI: one round of one block, tiny windows."""
+    """The real suite on the real 0.43.0 release from PyPI: one round of two blocks, tiny
+    windows; the second reaches PostgreSQL through the delay proxy, so the label is prepared
+    again for the proxy's address (its stored configuration names the server)."""
     run_dir = run(Options(suite="queryapigate", benchmarks=BENCHMARKS, results=tmp_path,
-                          labels=["0.43.0"], blocks=["calls"], rounds=1, quick=True,
+                          labels=["0.43.0"], blocks=["calls", "network"], rounds=1, quick=True,
                           preflight_wait=0), quiet())
     r = open_run(run_dir)
     pin = r.manifest.labels["0.43.0"].pin
     assert pin.kind == "package" and pin.version == "0.43.0" and len(pin.artifacts) == 1
-    calls = {w.params["call"]: w for w in r.measured}
+    calls = {w.params["call"]: w for w in r.measured if w.block == "calls"}
     assert set(calls) == {"lookup-plain", "lookup-governed", "page", "write"}
     for w in calls.values():
         assert w.status == "ok" and w.requests and set(w.codes) == {"200"}, (w.params, w.codes)
+    network = [w for w in r.measured if w.block == "network"]
+    assert {(w.params["callers"], w.params["delay_ms"]) for w in network} == {
+        (1, 0), (1, 0.5), (1, 1), (1, 2), (1, 5), (32, 0.5)}
+    for w in network:  # every call crossed the proxy: round trips counted, the store's included
+        assert w.status == "ok" and set(w.codes) == {"200"}, (w.params, w.codes)
+        assert w.metrics["round_trips"] >= 2 and w.metrics["statements"] >= 2, w.metrics
     text = "\n".join(files.read_text(run_dir, p.relative_to(run_dir).as_posix())
                      for p in run_dir.rglob("*") if p.is_file())  # .gz files decompressed
     assert "qag-bench-plain" not in text  # the keys never reach the archive

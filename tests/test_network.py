@@ -184,3 +184,35 @@ def test_round_trips_from_the_slope_on_a_page(network_run: Path, tmp_path: Path)
         build_site(tmp_path / "q", {"net.md": wrong}, network_run.parent)
     assert any("2 round trips per call" in m and "3 statements" in m
                for m in failed.value.messages)
+
+
+@pytest.mark.postgres
+def test_pgbench_blocks_run_across_delays_too(tmp_path: Path) -> None:
+    """A pgbench block with `delays_ms`: pgbench reaches the server through the proxy; the
+    tiny lookup is one statement, so one round trip a transaction, counted and from the slope."""
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "tiny").mkdir()
+    (bench / "tiny" / "lookup.sql").write_text((ROOT / "benchmarks/tiny/lookup.sql").read_text())
+    source = (ROOT / "benchmarks" / "tiny.py").read_text()
+    source = source.replace('clients=(1,),', 'clients=(1,), delays_ms=(0, 2, 4), window_s=1,')
+    assert "delays_ms=(0, 2, 4)" in source
+    (bench / "tiny.py").write_text(source)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.perfpages]\nsuites = "bench"\nresults = "results"\n')
+    done = subprocess.run([sys.executable, "-m", "perfpages", "bench.run", "--suite", "tiny"],
+                          cwd=tmp_path, capture_output=True, text=True, env=ENV)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    run_dir = next((tmp_path / "results").iterdir())
+    run = open_run(run_dir)
+    assert run.manifest.blocks["lookup"].parameters == ("clients", "delay_ms")
+    assert {w.params["delay_ms"] for w in run.measured} == {0, 2, 4}
+    for w in run.measured:
+        assert w.metrics["round_trips"] == pytest.approx(1, rel=0.1)
+        assert w.metrics["statements"] == pytest.approx(1, rel=0.1)
+    page = ("---\nruns:\n  t: " + run_dir.name + "\n---\n# pgbench across a network\n\n"
+            '{{ round_trips(block="lookup") }}\n\n'
+            '{{ claim("A lookup is one round trip.", trips(1, block="lookup")) }}\n')
+    site, _ = build_site(tmp_path / "p", {"t.md": page}, run_dir.parent)
+    assert "counted by the proxy" in (site / "t" / "index.html").read_text()
+    assert proxies() == []

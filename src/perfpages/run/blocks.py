@@ -16,10 +16,12 @@ import psycopg
 from perfpages.archive.manifest import Method
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
+from perfpages.errors import PerfpagesError
 from perfpages.run import collect
 from perfpages.run.builds import Build
 from perfpages.run.clusters import Clusters
-from perfpages.run.postgres import Server
+from perfpages.run.delay import Crossing, DelayProxy
+from perfpages.run.postgres import Server, Target
 from perfpages.run.preflight import Watch, wait_limit
 from perfpages.run.suite import Suite
 
@@ -40,6 +42,7 @@ class Session:
     on_window: Callable[[Window], None] | None = None
     diagnostics_ok: bool = True
     watch: Watch = field(default_factory=Watch)  # the machine: preflights, load per window
+    _proxy: DelayProxy | None = field(default=None, init=False, repr=False)
 
     def append(self, writer: ArchiveWriter, window: Window) -> None:
         if window.machine is None:
@@ -56,6 +59,35 @@ class Session:
 
     def close(self) -> None:
         self.watch.close()
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
+
+    def delayed(self, target: Target) -> Target:
+        """`target` reached through the delay proxy (one for the run, started on first use: a
+        subject's stored configuration may name its port), at no delay until a case sets one."""
+        if target.host.startswith("/"):
+            raise PerfpagesError(f"a delay needs PostgreSQL over TCP, not the socket directory "
+                                 f"{target.host}", key="--dsn",
+                                 fix="give the server's host as an address")
+        if self._proxy is None:
+            self._proxy = DelayProxy()
+        self._proxy.route(target.host, target.port)
+        self._proxy.set(0.0)
+        return replace(target, host=self._proxy.host, port=self._proxy.port)
+
+    def crossing(self, server: Server) -> Crossing:
+        """A measured stretch through the proxy, counting the server's statements."""
+        assert self._proxy is not None, "delayed() first"
+
+        def statements() -> float | None:
+            try:
+                with server.target.connect(self.clusters.admin_db(server)) as conn:
+                    return collect.statement_calls(conn)
+            except psycopg.Error:  # an external server without pg_stat_statements
+                return None
+
+        return Crossing(self._proxy, statements)
 
     def snapshot(self, server: Server, suite: Suite,
                  settle: bool = False) -> collect.Snapshot | None:

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +133,37 @@ class DelayProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def as_param(delay_ms: float) -> int | float:
+    """A delay as its `delay_ms` parameter: 1, not 1.0, so pages select it as written."""
+    return int(delay_ms) if delay_ms == int(delay_ms) else float(delay_ms)
+
+
+class Crossing:
+    """One measured stretch through the proxy (a case, a pgbench window): the hold each way,
+    and per call what crossed — round trips the proxy counted, statements the server counted
+    (`statements()` reads the server's running total, or None where it cannot)."""
+
+    def __init__(self, proxy: DelayProxy, statements: Callable[[], float | None]) -> None:
+        self.proxy = proxy
+        self.statements = statements
+        self.before: float | None = None
+
+    def begin(self, delay_ms: float) -> None:
+        self.proxy.set(delay_ms)
+        self.before = self.statements()
+
+    def end(self, calls: int) -> dict[str, float | None]:
+        """The metrics of the stretch, per call (`calls`: every call it made, warm-up too)."""
+        hops = self.proxy.hops()
+        after = self.statements()
+        if calls <= 0:
+            return {}
+        statements = (None if after is None or self.before is None
+                      else (after - self.before) / calls)
+        return {"added_rtt_ms": hops.added_rtt_ms, "round_trips": hops.turns / calls,
+                "statements": statements}
 
 
 # The proxy process. Threads, not asyncio: an event loop's timers wait in whole milliseconds

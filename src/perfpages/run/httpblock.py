@@ -16,8 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.reader import path_part as slug
@@ -29,7 +27,7 @@ from perfpages.loadgen.spec import Load, Request
 from perfpages.run import collect, profile
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
-from perfpages.run.delay import DelayProxy
+from perfpages.run.delay import Crossing
 from perfpages.run.postgres import Server
 from perfpages.run.service import Service
 from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
@@ -59,7 +57,6 @@ class HttpBlocks:
         self.session = session
         self.prepared: set[tuple[str, str, int]] = set()  # (label, host, port) it was given
         self._workdir: Path | None = None
-        self._proxy: DelayProxy | None = None
 
     @property
     def workdir(self) -> Path:
@@ -68,16 +65,7 @@ class HttpBlocks:
             self.session.clusters.owned.add(self._workdir)  # reaped if the run is killed
         return self._workdir
 
-    @property
-    def proxy(self) -> DelayProxy:
-        if self._proxy is None:  # one for the run: a subject's configuration may name its port
-            self._proxy = DelayProxy()
-        return self._proxy
-
     def close(self) -> None:
-        if self._proxy is not None:
-            self._proxy.close()
-            self._proxy = None
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -105,13 +93,7 @@ class HttpBlocks:
         server = clusters.start(suite, b)
         target = server.target.with_db(clusters.db(suite, server))
         if delayed:
-            if target.host.startswith("/"):
-                raise PerfpagesError(f"a delay needs PostgreSQL over TCP, not the socket "
-                                     f"directory {target.host}", key="--dsn",
-                                     fix="give the server's host as an address")
-            self.proxy.route(target.host, target.port)
-            self.proxy.set(0.0)
-            target = replace(target, host=self.proxy.host, port=self.proxy.port)
+            target = self.session.delayed(target)
         work = self.workdir / slug(b.label.name)
         work.mkdir(parents=True, exist_ok=True)
         prepared = (b.label.name, target.host, target.port)
@@ -204,7 +186,7 @@ class HttpBlocks:
                     turn = HttpTurn(service.url, window_s,
                                     method.warmup_s if index == 0 else 0.0, seed=seed & 0xFFFF,
                                     capacity=capacity)
-                    network = _Network(self.proxy, server, self.session) if delayed else None
+                    network = self.session.crossing(server) if delayed else None
                     result = self._run_case(writer, block, b, rnd, case, turn, service,
                                             record=not archived(case),
                                             profile=block.flamegraph and rnd == 1 and index == 0,
@@ -242,7 +224,7 @@ class HttpBlocks:
 
     def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
                   case: HttpCase, turn: HttpTurn, service: Service, record: bool,
-                  profile: bool, network: _Network | None = None) -> loadgen.LoadResult | None:
+                  profile: bool, network: Crossing | None = None) -> loadgen.LoadResult | None:
         name = b.label.name
         start = utc_now()
         extra: dict[str, float | None] = {}
@@ -256,8 +238,9 @@ class HttpBlocks:
             finally:
                 if profiler is not None:
                     profiler.stop()
-            if network is not None:
-                extra = network.end(result)
+            if network is not None:  # per call, the warm-up's included: counters span both
+                extra = network.end(result.total().requests
+                                    + (result.warmup.requests if result.warmup else 0))
         except PerfpagesError as exc:
             if record:
                 self._failed(writer, block, name, rnd, case, start, str(exc))
@@ -277,40 +260,6 @@ class HttpBlocks:
             profiler.save(writer, f"diagnostics/{block.name}/{slug(name)}",
                           list(block.flame_rules), f"{name}: {params_key(case.params)}")
         return result
-
-
-class _Network:
-    """One case sent through the delay proxy: its hold each way, and per call what crossed the
-    "network" — round trips the proxy counted, statements pg_stat_statements counted (the
-    warm-up's requests included: the counters run over the whole case)."""
-
-    def __init__(self, proxy: DelayProxy, server: Server, session: Session) -> None:
-        self.proxy = proxy
-        self.server = server
-        self.session = session
-        self.calls: float | None = None
-
-    def _statements(self) -> float | None:
-        try:
-            with self.server.target.connect(self.session.clusters.admin_db(self.server)) as conn:
-                return collect.statement_calls(conn)
-        except psycopg.Error:  # an external server without pg_stat_statements: not counted
-            return None
-
-    def begin(self, delay_ms: float) -> None:
-        self.proxy.set(delay_ms)
-        self.calls = self._statements()
-
-    def end(self, result: loadgen.LoadResult) -> dict[str, float | None]:
-        hops = self.proxy.hops()
-        calls = self._statements()
-        requests = result.total().requests + (result.warmup.requests if result.warmup else 0)
-        if not requests:
-            return {}
-        statements = (None if calls is None or self.calls is None
-                      else (calls - self.calls) / requests)
-        return {"added_rtt_ms": hops.added_rtt_ms, "round_trips": hops.turns / requests,
-                "statements": statements}
 
 
 class _Profiler:

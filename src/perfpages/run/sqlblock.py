@@ -7,14 +7,16 @@ to PostgreSQL): whether the machine drifted while the block ran.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
-from perfpages.archive.window import Window
+from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.run import collect, pgbench
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
+from perfpages.run.delay import as_param
 from perfpages.run.suite import BlockSpec, Suite
 
 
@@ -46,14 +48,15 @@ class PgbenchBlocks:
         self.session = session
 
     def parameters(self, block: BlockSpec) -> tuple[str, ...]:
-        return ("clients",)
+        return ("clients", "delay_ms") if block.delays_ms else ("clients",)
 
     def scope(self, block: BlockSpec, method: Method,
               labels: list[str]) -> tuple[int, list[str]]:
         return method.rounds, labels
 
     def turn_seconds(self, block: BlockSpec, method: Method) -> float:
-        return method.warmup_s + len(block.clients) * method.window_s
+        windows = len(block.clients) * max(1, len(block.delays_ms))
+        return method.warmup_s + windows * (block.window_s or method.window_s)
 
     def floor(self, suite: Suite, block: BlockSpec, position: str, b: Build,
               writer: ArchiveWriter) -> None:
@@ -69,13 +72,16 @@ class PgbenchBlocks:
              method: Method, totals: collect.Totals, step: Step) -> None:
         name = b.label.name
         clusters = self.session.clusters
-        todo = [c for c in block.clients if not writer.has(
-            Window(block.name, name, rnd, {"clients": c}, "", 0).key)]
+        window_s = block.window_s or method.window_s
+        cells = [_params(c, d) for c in block.clients for d in (block.delays_ms or (None,))]
+        todo = [p for p in cells if not writer.has(Window(block.name, name, rnd, p, "", 0).key)]
         if not todo:
             step(f"{block.name} r{rnd} {name}: archived", self.turn_seconds(block, method))
             return
         server = clusters.start(suite, b)
         target = server.target.with_db(clusters.db(suite, server))
+        if block.delays_ms:  # pgbench reaches the server through the delay proxy
+            target = self.session.delayed(target)
         defines = {**block.defines}
         warm = Window(block.name, name, rnd, {"clients": max(block.clients)}, "", 0,
                       kind="warmup")
@@ -90,18 +96,29 @@ class PgbenchBlocks:
         before = self.session.snapshot(server, suite)
         with collect.WaitSampler(lambda: server.target.connect(clusters.admin_db(server)),
                                  clusters.db(suite, server)) as sampler:
-            for clients in block.clients:
-                if clients in todo:
+            for params in cells:
+                if params in todo:
+                    crossing = self.session.crossing(server) if block.delays_ms else None
+                    if crossing is not None:
+                        crossing.begin(float(params["delay_ms"]))
                     start = utc_now()
-                    res = pgbench.run(server.bin, target, list(block.scripts), clients,
-                                      method.window_s, prepared=block.prepared,
-                                      defines=defines, env=b.env,
-                                      sampling=block.log_sampling)
-                    self.session.append(writer, pgbench.to_window(
-                        block.name, name, rnd, {"clients": clients}, "measure", start, res))
-                step(f"{block.name} r{rnd} {name} c={clients}", method.window_s)
+                    res = pgbench.run(server.bin, target, list(block.scripts),
+                                      int(params["clients"]), window_s, prepared=block.prepared,
+                                      defines=defines, env=b.env, sampling=block.log_sampling)
+                    w = pgbench.to_window(block.name, name, rnd, params, "measure", start, res)
+                    if crossing is not None:
+                        w = replace(w, metrics={**w.metrics, **crossing.end(
+                            res.transactions + res.errors)})
+                    self.session.append(writer, w)
+                step(f"{block.name} r{rnd} {name} {params_key(params)}", window_s)
         after = self.session.snapshot(server, suite, settle=True)
         if before and after:
             totals.add(before, after)
         totals.waits.update(sampler.events)
         totals.samples += sampler.samples
+
+
+def _params(clients: int, delay_ms: float | None) -> dict[str, Any]:
+    if delay_ms is None:
+        return {"clients": clients}
+    return {"clients": clients, "delay_ms": as_param(delay_ms)}

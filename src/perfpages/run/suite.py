@@ -22,6 +22,7 @@ from typing import Any, Literal
 import psycopg
 
 from perfpages.errors import PerfpagesError
+from perfpages.run.delay import as_param
 from perfpages.run.pgbench import Script
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -81,7 +82,10 @@ class DataSet:
 
 @dataclass(frozen=True)
 class BlockSpec:
-    """One table of the report: pgbench scripts run at each client count of the sweep."""
+    """One table of the report: pgbench scripts run at each client count of the sweep.
+
+    `delays_ms` runs each client count at each delay each way between pgbench and PostgreSQL
+    (the parameter `delay_ms`; see `perfpages.run.delay`); `window_s` replaces the suite's."""
 
     name: str
     scripts: tuple[Script, ...]
@@ -93,6 +97,8 @@ class BlockSpec:
     metrics: tuple[str, ...] = ("throughput", "p50", "p95", "p99")
     explain: dict[str, str] = field(default_factory=dict)  # name -> SQL, planned with ANALYZE
     log_sampling: float = 1.0  # fraction of transactions logged for the latency histograms
+    delays_ms: tuple[float, ...] = ()  # pgbench through the delay proxy, at each delay
+    window_s: float | None = None  # this block's windows, instead of the suite's
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -101,6 +107,13 @@ class BlockSpec:
         if not 0 < self.log_sampling <= 1:
             raise PerfpagesError(f"block {self.name!r}: log_sampling must be in (0, 1]",
                                  key=f"blocks.{self.name}.log_sampling")
+        if any(not 0 <= d <= 1000 for d in self.delays_ms):
+            raise PerfpagesError(f"block {self.name!r}: delays_ms must be between 0 and 1000",
+                                 key=f"blocks.{self.name}.delays_ms",
+                                 fix="give delays in milliseconds")
+        if self.window_s is not None and self.window_s < 1:
+            raise PerfpagesError(f"block {self.name!r}: window_s must be at least 1 second",
+                                 key=f"blocks.{self.name}.window_s")
         if not self.scripts or not self.clients or min(self.clients) < 1:
             raise PerfpagesError(f"block {self.name!r} needs scripts and client counts >= 1",
                                  key=f"blocks.{self.name}")
@@ -141,9 +154,7 @@ class HttpCase:
         if not 0 <= self.delay_ms <= 1000:
             raise PerfpagesError(f"delay_ms={self.delay_ms!r} is not between 0 and 1000",
                                  key=f"case {self.params}", fix="give a delay in milliseconds")
-        delay: int | float = int(self.delay_ms) if self.delay_ms == int(self.delay_ms) \
-            else float(self.delay_ms)
-        object.__setattr__(self, "params", {**self.params, "delay_ms": delay})
+        object.__setattr__(self, "params", {**self.params, "delay_ms": as_param(self.delay_ms)})
 
 
 @dataclass(frozen=True)
