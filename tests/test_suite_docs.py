@@ -22,7 +22,7 @@ GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "suites.md"
 TEXT = GUIDE.read_text()
 CODE = re.findall(r"^```python\n(.*?)^```", TEXT, re.S | re.M)
 PUBLIC = ["Suite", "LabelSpec", "DataSet", "BlockSpec", "Script", "HttpBlockSpec", "HttpCase",
-          "HttpTurn", "Service", "ServiceSpec", "Load", "Request"]
+          "HttpTurn", "Service", "ServiceSpec", "Load", "Request", "Placement"]
 CLASSES: dict[str, type] = {name: getattr(perfpages, name) for name in PUBLIC}
 CLASSES |= {"Build": Build, "Label": Label, "Pin": Pin, "Target": Target}
 # How the guide names the objects its hooks receive (and the suite itself).
@@ -110,8 +110,19 @@ def test_reference_types_and_defaults_are_the_code(name: str) -> None:
             assert row[2] == "—", f"{name}.{f.name} is required: its default must be —"
             continue
         real = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        assert row[2].startswith("`") and ast.literal_eval(row[2].strip("`")) == real, (
+        assert row[2].startswith("`") and default_value(row[2].strip("`")) == real, (
             f"{name}.{f.name}: the guide's default is {row[2]}, the code's {real!r}")
+
+
+def default_value(text: str) -> object:
+    """A documented default: a literal, or a documented class called with literals
+    (`Placement()`)."""
+    node = ast.parse(text, mode="eval").body
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CLASSES:
+        return CLASSES[node.func.id](*(ast.literal_eval(a) for a in node.args),
+                                     **{k.arg: ast.literal_eval(k.value) for k in node.keywords
+                                        if k.arg})
+    return ast.literal_eval(node)
 
 
 def test_documented_methods_exist() -> None:

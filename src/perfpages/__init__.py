@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         HttpCase,
         HttpTurn,
         LabelSpec,
+        Placement,
         Service,
         Suite,
     )
@@ -43,6 +44,7 @@ _PUBLIC = {
     "DataSet": "perfpages.run.suite", "BlockSpec": "perfpages.run.suite",
     "HttpBlockSpec": "perfpages.run.suite", "HttpCase": "perfpages.run.suite",
     "HttpTurn": "perfpages.run.suite", "Service": "perfpages.run.suite",
+    "Placement": "perfpages.run.suite",
     "ServiceSpec": "perfpages.run.service", "Script": "perfpages.run.pgbench",
     "Load": "perfpages.loadgen.spec", "Request": "perfpages.loadgen.spec",
     "PerfpagesError": "perfpages.errors",
@@ -52,7 +54,7 @@ _PUBLIC = {
 
 __all__ = [  # the same names as _PUBLIC (a test checks), spelled out for type checkers
     "BlockSpec", "DataSet", "HttpBlockSpec", "HttpCase", "HttpTurn", "LabelSpec", "Load",
-    "PerfpagesError", "Request", "Run", "Script", "Service", "ServiceSpec", "Suite",
+    "PerfpagesError", "Placement", "Request", "Run", "Script", "Service", "ServiceSpec", "Suite",
     "__version__", "load", "open_run",
 ]
 

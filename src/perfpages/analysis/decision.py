@@ -18,6 +18,9 @@ from perfpages.errors import AnalysisError
 
 MIN_GAIN = 0.10  # saturation: less than +10 % throughput for at least twice the clients …
 P95_RISE = 0.50  # … while p95 rises by more than 50 %
+# A load generator process above this share of a core may be what sets the pace: its own
+# queueing then adds to the latency it measures and caps the throughput it can offer.
+GENERATOR_BUSY_PCT = 80.0
 
 
 @dataclass(frozen=True)
@@ -177,3 +180,8 @@ def steady(base: Cell, other: Cell, limit: float = AA_SPREAD) -> bool:
 def quiet(change: Change, within_pct: float) -> bool:
     """An A/A cell as a quiet machine shows it: not clear, and a change under `within_pct`."""
     return not change.clear and abs(change.percent) < within_pct
+
+
+def generator_busy(cpu_pct: float) -> bool:
+    """Whether the load generator's busiest process was busy enough to set the pace."""
+    return cpu_pct > GENERATOR_BUSY_PCT

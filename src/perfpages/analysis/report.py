@@ -54,6 +54,21 @@ def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
     return out
 
 
+def generator_cpu(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per HTTP cell, the load generator's busiest process's CPU over the rounds (% of one
+    core): median and max, and whether it was busy enough to set the pace (`decision`)."""
+    cells = _cells(frame[frame["metric"] == "generator_cpu_pct"])
+    return [{"block": block, "parameters": pkey, "label": label, "median": c.median,
+             "max": c.max, "busy": decision.generator_busy(c.max)}
+            for (block, pkey, label, _), c in cells.items()]
+
+
+def generator_line(x: dict[str, Any]) -> str:
+    return (f"{x['block']} / {x['label']} ({x['parameters'] or '—'}): the load generator's "
+            f"busiest process used up to {x['max']:.0f} % of a core (above "
+            f"{decision.GENERATOR_BUSY_PCT:g} %): it may have set the pace, not the subject")
+
+
 def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table]:
     cells = _cells(frame)
     tables = []
@@ -240,7 +255,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     twins = {f"{b} vs {a}" for a, b in noise.same_builds(m)} if not cross else set()
     aa = noise_floor(run, frame, min_rounds) if not cross else []
     checks, shared = preflight.read(run.path), window_load(run)
-    busy = load_warnings(checks, shared)
+    generator = generator_cpu(frame) if not cross else []
+    busy = load_warnings(checks, shared) + [generator_line(x) for x in generator if x["busy"]]
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
     flagged = list(run.notes) + [noise_line(r) for r in aa if r.clear] + [
         f"mixed runs allowed: {d}" for d in differences] + busy
@@ -263,6 +279,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
                          "steady": r.steady} for r in aa],
         "preflight": checks,
         "machine_load": shared,
+        "generator": generator,
         "notes": list(run.notes) + [noise_line(r) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],

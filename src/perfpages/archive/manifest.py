@@ -116,6 +116,8 @@ class Method:
     min_rounds: int = 5
     drift_threshold: float = 0.10
     notes: str = ""
+    # CPUs each part ran on ("subject", "postgres", "load"); a part not named ran anywhere
+    placement: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.min_rounds < 1:
@@ -128,6 +130,8 @@ class Method:
                                "drift_threshold": self.drift_threshold}
         if self.notes:
             out["notes"] = self.notes
+        if self.placement:
+            out["placement"] = {k: list(v) for k, v in self.placement.items()}
         return out
 
 

@@ -132,8 +132,9 @@ def merge_parts(load: Load, parts: list[dict[str, Any]]) -> LoadResult:
                       samples=samples)
 
 
-def run(load: Load, *, start_timeout_s: float = 60.0) -> LoadResult:
-    """Run the load from `load.processes` spawned processes and merge what they measured."""
+def run(load: Load, *, start_timeout_s: float = 60.0, cpus: tuple[int, ...] = ()) -> LoadResult:
+    """Run the load from `load.processes` spawned processes and merge what they measured;
+    `cpus` pins them (they wait for the start instant, so pinning after the spawn is in time)."""
     ctx = multiprocessing.get_context("spawn")
     pipes, procs = [], []
     finished = False
@@ -144,6 +145,8 @@ def run(load: Load, *, start_timeout_s: float = 60.0) -> LoadResult:
                                name=f"perfpages-loadgen-{shard}", daemon=True)
             proc.start()
             child.close()
+            if cpus:
+                os.sched_setaffinity(proc.pid, cpus)
             pipes.append(parent)
             procs.append(proc)
         for pipe in pipes:

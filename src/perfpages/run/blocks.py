@@ -42,7 +42,12 @@ class Session:
     on_window: Callable[[Window], None] | None = None
     diagnostics_ok: bool = True
     watch: Watch = field(default_factory=Watch)  # the machine: preflights, load per window
+    placement: dict[str, list[int]] = field(default_factory=dict)  # the run's CPU sets
     _proxy: DelayProxy | None = field(default=None, init=False, repr=False)
+
+    def cpus(self, part: str) -> tuple[int, ...]:
+        """The CPUs `part` ("subject", "load") is pinned to; empty: anywhere."""
+        return tuple(self.placement.get(part, ()))
 
     def append(self, writer: ArchiveWriter, window: Window) -> None:
         if window.machine is None:

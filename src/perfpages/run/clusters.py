@@ -132,6 +132,7 @@ class Setup:
 class Clusters:
     def __init__(self, dsn: str | None = None) -> None:
         self.dsn = dsn
+        self.cpus: tuple[int, ...] = ()  # where the embedded servers run (the run's placement)
         self.servers: dict[Path, Server] = {}
         self.prepared: set[Path] = set()
         self.setup = Setup()
@@ -145,6 +146,7 @@ class Clusters:
             else:
                 server = EmbeddedServer(b.pg_bin)
                 server.on_data = self.owned.add
+                server.cpus = self.cpus
                 self.servers[key] = server
         server = self.servers[key]
         for other_key, other in self.servers.items():  # one server at a time: no contention

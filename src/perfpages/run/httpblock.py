@@ -109,7 +109,7 @@ class HttpBlocks:
         except Exception as exc:  # a suite's own code: name it, never a traceback
             raise PerfpagesError(f"the suite's service hook failed: {type(exc).__name__}: {exc}",
                                  key=f"suite {suite.name}", fix="fix the suite module") from None
-        return Service(spec, log), server
+        return Service(spec, log, self.session.cpus("subject")), server
 
     def floor(self, suite: Suite, block: HttpBlockSpec, position: str,
               b: Build, writer: ArchiveWriter) -> None:
@@ -129,7 +129,7 @@ class HttpBlocks:
                 load = Load([Request(service.url + suite.service.floor_path)],
                             duration_s=seconds, warmup_s=1.0, callers=FLOOR_CALLERS,
                             window_s=1.0)
-                result = loadgen.run(load)
+                result = loadgen.run(load, cpus=self.session.cpus("load"))
         except PerfpagesError as exc:
             self.session.append(writer, Window(block.name, FLOOR_LABEL, 0, params, start, 0.0,
                                                kind="floor", status="failed", error=str(exc)))
@@ -234,7 +234,7 @@ class HttpBlocks:
                 network.begin(case.delay_ms or 0.0)
             profiler = _Profiler(service) if profile else None
             try:
-                result = loadgen.run(load)
+                result = loadgen.run(load, cpus=self.session.cpus("load"))
             finally:
                 if profiler is not None:
                     profiler.stop()

@@ -142,7 +142,7 @@ def parse_logs(files: list[Path], scripts: list[Script], result: Result) -> None
 def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, duration_s: float,
         *, threads: int | None = None, prepared: bool = True,
         defines: dict[str, str] | None = None, env: dict[str, str] | None = None,
-        sampling: float = 1.0) -> Result:
+        sampling: float = 1.0, cpus: tuple[int, ...] = ()) -> Result:
     """One pgbench run of `duration_s` seconds; problems become `Result.error`, not exceptions.
 
     `sampling` < 1 logs only that fraction of the transactions (`--sampling-rate`): logging
@@ -170,7 +170,7 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
         # Own session: a Ctrl-C reaches the harness, which then ends pgbench itself.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=full_env, start_new_session=True, cwd=tmp,
-                                preexec_fn=die_with_parent())
+                                preexec_fn=die_with_parent(cpus=cpus))
         try:
             out, err = proc.communicate(timeout=seconds + 120)
         except BaseException:

@@ -174,6 +174,7 @@ class EmbeddedServer(Server):
         self.port = 0
         self.settings: dict[str, str] | None = None
         self.target = Target("127.0.0.1", 0, "postgres", dbname)
+        self.cpus: tuple[int, ...] = ()  # the run's placement: every backend inherits it
 
     def _run(self, args: list[str], timeout: float = 120) -> None:
         try:
@@ -247,7 +248,7 @@ class EmbeddedServer(Server):
                 self.proc = subprocess.Popen(
                     argv, user=self.user, stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True, cwd="/",
-                    preexec_fn=die_with_parent(signal.SIGQUIT))
+                    preexec_fn=die_with_parent(signal.SIGQUIT, self.cpus))
             except OSError as exc:
                 raise PerfpagesError(f"cannot run postgres: {exc.strerror}", key="postgresql",
                                      fix="set PERFPAGES_CACHE to a folder under /tmp") from None

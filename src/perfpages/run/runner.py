@@ -52,7 +52,7 @@ from perfpages.run.httpblock import HttpBlocks
 from perfpages.run.overrides import override
 from perfpages.run.postgres import Server
 from perfpages.run.sqlblock import PgbenchBlocks
-from perfpages.run.suite import BlockSpec, HttpBlockSpec, Suite, load
+from perfpages.run.suite import BlockSpec, HttpBlockSpec, Placement, Suite, load
 
 
 @dataclass
@@ -191,6 +191,14 @@ class Runner:
             raise PerfpagesError(f"labels with pg_settings need the embedded server: "
                                  f"{', '.join(tuned)}", key="--dsn",
                                  fix="drop --dsn, or choose other labels with --labels")
+        # CPU placement: a resumed run keeps its own, a replay the one it recorded.
+        method = recorded.method if recorded else o.method
+        self.session.placement = method.placement if method else suite.placement.to_json()
+        Placement.check(self.session.placement)
+        if o.dsn and "postgres" in self.session.placement:
+            raise PerfpagesError("placement.postgres needs the embedded server", key="--dsn",
+                                 fix="drop --dsn, or the suite's placement of postgres")
+        self.clusters.cpus = tuple(self.session.placement.get("postgres", ()))
         self.redactor = Redactor.for_run(o.dsn, extra=[
             v for x in suite.labels for k, v in x.env.items() if k in secret_names(x.env)])
         reap()  # what runs killed without a teardown left: their servers and directories
@@ -280,7 +288,7 @@ class Runner:
         method = o.method or Method(
             rounds=o.rounds or suite.rounds, order=suite.order, seed=o.seed,
             warmup_s=suite.warmup_s, window_s=suite.window_s, min_rounds=suite.min_rounds,
-            drift_threshold=suite.drift_threshold)
+            drift_threshold=suite.drift_threshold, placement=suite.placement.to_json())
         seed = method.seed if method.seed is not None else random.SystemRandom().randrange(2**31)
         labels = {n: replace(b.label, env=masked_env(b.label.env)) for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}

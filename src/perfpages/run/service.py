@@ -24,10 +24,12 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
-def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
+def die_with_parent(sig: int = signal.SIGKILL,
+                    cpus: tuple[int, ...] = ()) -> Callable[[], None] | None:
     """A Popen preexec_fn: the child gets `sig` when the harness dies, even by SIGKILL (Linux's
     parent-death signal; it runs after Popen's user switch, which would clear it). Processes in
-    their own session never see the terminal's Ctrl-C, so nothing else would end them."""
+    their own session never see the terminal's Ctrl-C, so nothing else would end them. With
+    `cpus`, the child and everything it starts run on those CPUs only (as `taskset -c`)."""
     if _LIBC is None:
         return None
     parent = os.getpid()
@@ -37,6 +39,8 @@ def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
         libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         if os.getppid() != parent:  # the harness died before the signal was armed
             os.kill(os.getpid(), sig)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
 
     return preexec
 
@@ -77,9 +81,10 @@ def _last_line(path: Path) -> str:
 class Service:
     """One running instance; its output goes to `log_path` (kept in diagnostics/)."""
 
-    def __init__(self, spec: ServiceSpec, log_path: Path) -> None:
+    def __init__(self, spec: ServiceSpec, log_path: Path, cpus: tuple[int, ...] = ()) -> None:
         self.spec = spec
         self.log_path = log_path
+        self.cpus = cpus  # the run's placement of the subject (its whole process group)
         self.port = spec.port or free_port(spec.host)
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -96,7 +101,7 @@ class Service:
                 self.process = subprocess.Popen(
                     argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     env={**os.environ, **self.spec.env}, start_new_session=True,
-                    cwd=self.spec.cwd, preexec_fn=die_with_parent(signal.SIGTERM))
+                    cwd=self.spec.cwd, preexec_fn=die_with_parent(signal.SIGTERM, self.cpus))
             except OSError as exc:
                 raise ServiceError(f"cannot start {self.spec.name}: {exc.strerror}",
                                    where=argv[0], fix="check the build's installation") from None

@@ -33,10 +33,12 @@ def floor(session: Session, suite: Suite, block: str, position: str, b: Build,
     server = session.clusters.start(suite, b)
     target = server.target.with_db(session.clusters.floor_db(server))
     script = [pgbench.Script(builtin="select-only")]
-    pgbench.run(server.bin, target, script, 1, 1, env=b.env)
+    pgbench.run(server.bin, target, script, 1, 1, env=b.env,
+                    cpus=session.cpus("load"))
     for index in missing:
         start = utc_now()
-        res = pgbench.run(server.bin, target, script, 1, 1, env=b.env)
+        res = pgbench.run(server.bin, target, script, 1, 1, env=b.env,
+                          cpus=session.cpus("load"))
         w = pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res)
         session.append(writer, replace(w, window=index))
 
@@ -89,7 +91,8 @@ class PgbenchBlocks:
             start = utc_now()
             res = pgbench.run(server.bin, target, list(block.scripts), max(block.clients),
                               method.warmup_s, prepared=block.prepared, defines=defines,
-                              env=b.env, sampling=block.log_sampling)
+                              env=b.env, sampling=block.log_sampling,
+                              cpus=self.session.cpus("load"))
             self.session.append(writer, pgbench.to_window(block.name, name, rnd, warm.params,
                                                           "warmup", start, res))
         step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
@@ -104,7 +107,8 @@ class PgbenchBlocks:
                     start = utc_now()
                     res = pgbench.run(server.bin, target, list(block.scripts),
                                       int(params["clients"]), window_s, prepared=block.prepared,
-                                      defines=defines, env=b.env, sampling=block.log_sampling)
+                                      defines=defines, env=b.env, sampling=block.log_sampling,
+                                      cpus=self.session.cpus("load"))
                     w = pgbench.to_window(block.name, name, rnd, params, "measure", start, res)
                     if crossing is not None:
                         w = replace(w, metrics={**w.metrics, **crossing.end(

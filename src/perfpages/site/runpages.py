@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from perfpages.analysis.decision import AA_SPREAD
+from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.preflight import line
@@ -144,7 +144,10 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) ->
                              + (f", seed {meth.seed}" if meth.seed is not None else ""))),
         ("warm-up, window", escape.md(f"{meth.warmup_s} s, {meth.window_s} s")),
         ("rounds needed for a verdict", escape.md(meth.min_rounds)),
-        ("drift threshold", escape.md(f"{meth.drift_threshold:.0%}"))]), ""]
+        ("drift threshold", escape.md(f"{meth.drift_threshold:.0%}")),
+        *([("CPU placement", escape.md("; ".join(
+            f"{part} on CPU {', '.join(map(str, cpus))}"
+            for part, cpus in meth.placement.items())))] if meth.placement else [])]), ""]
     if data:
         out += [escape.md(data["method"]) + ".", ""]
     if meth.notes:
@@ -204,6 +207,16 @@ def _machine(data: dict[str, Any]) -> list[str]:
                       ("⚠ " if x["clear"] else "") + f"{x['clear']} of {x['cells']}",
                       escape.md(f"±{x['spread_percent']:.1f} %")]
                      for x in data["noise_floor"]]), ""]
+    if data.get("generator"):
+        out += ["### The load generator", "",
+                "Its busiest process's CPU during the measured windows, in % of one core, per "
+                f"cell: above {GENERATOR_BUSY_PCT:g} % (⚠) the generator may have set the pace, "
+                "not the subject.", "", escape.table(
+                    ["block", "parameters", "label", "median", "max"],
+                    [[escape.md(x["block"]), escape.md(x["parameters"] or "—"),
+                      escape.md(x["label"]), escape.md(f"{x['median']:.0f} %"),
+                      ("⚠ " if x["busy"] else "") + escape.md(f"{x['max']:.0f} %")]
+                     for x in data["generator"]]), ""]
     if data.get("preflight") or data.get("machine_load"):
         out += ["### Quiet machine", ""]
         out += [("- ⚠ " if r["busy"] else "- ") + escape.md(line(r))
