@@ -13,7 +13,7 @@ PACKAGE = Path(perfpages.__file__).resolve().parent
 # Which stage packages each stage may import (besides itself and `perfpages.errors`).
 ALLOWED = {
     "archive": set(),
-    "loadgen": {"archive"},
+    "loadgen": {"archive", "tools"},  # the Locust engine runs Locust from its tool venv
     "analysis": {"archive"},
     "run": {"archive", "loadgen", "perfpages", "perfpages.cache"},  # `perfpages.__version__`
     "cli": {"analysis", "archive", "run", "site", "loadgen", "perfpages", "perfpages.settings"},

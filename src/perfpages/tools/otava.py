@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
+from perfpages.tools.venvs import tool_venv
 
 REQUIREMENT = "apache-otava==0.8.0"
 MAX_PVALUE = 0.001  # otava's default significance
@@ -36,27 +33,7 @@ json.dump(out, sys.stdout)
 
 def venv() -> Path:
     """The tool's venv, installed on first use (atomically: a venv is whole or absent)."""
-    target = cache_dir() / "tools" / REQUIREMENT.replace("==", "-")
-    python = target / "bin" / "python"
-    if python.exists():
-        return target
-    staging = target.with_name(f"{target.name}.{os.getpid()}.partial")  # one per installer
-    shutil.rmtree(staging, ignore_errors=True)
-    steps = [[sys.executable, "-m", "venv", str(staging)],
-             [str(staging / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
-              REQUIREMENT]]
-    for argv in steps:
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=cache_dir().parent)
-        if done.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-            raise PerfpagesError(f"cannot install {REQUIREMENT}: {last}", key="e-divisive",
-                                 fix="it is installed from PyPI once, into PERFPAGES_CACHE")
-    try:
-        staging.rename(target)
-    except OSError:  # another process installed it meanwhile
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return tool_venv([REQUIREMENT], "e-divisive")
 
 
 def change_points(series: list[list[float]], max_pvalue: float = MAX_PVALUE) -> list[list[int]]:
