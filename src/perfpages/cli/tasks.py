@@ -187,6 +187,16 @@ def init(c: Context, suites: str = "benchmarks") -> None:
     _command(write)
 
 
+@task(help={"master": "HOST[:PORT] of the perfpages load's Locust master (port default 5557)",
+            "once": "serve one run, then exit (default: one run after another until Ctrl-C)"})
+def worker(c: Context, master: str, once: bool = False) -> None:
+    """Run a Locust worker here for an HTTP load whose master runs on another host."""
+    from perfpages.loadgen import locust as engine
+
+    _command(lambda cmd, out: engine.serve_worker(
+        master, once, lambda line: out.print(line, highlight=False, markup=False)))
+
+
 bench = Collection("bench")
 bench.add_task(run)
 bench.add_task(list_, name="list")
@@ -199,7 +209,10 @@ docs = Collection("docs")
 docs.add_task(build)
 docs.add_task(serve)
 
-ns = Collection(bench, docs)
+loadgen = Collection("loadgen")
+loadgen.add_task(worker)
+
+ns = Collection(bench, docs, loadgen)
 ns.add_task(init)
 
 # `invoke bench report` (a space) works like `invoke bench.report`, as under `perfpages`.

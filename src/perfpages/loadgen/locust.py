@@ -28,7 +28,7 @@ from typing import Any
 
 from yarl import URL
 
-from perfpages.errors import PerfpagesError
+from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.generator import LoadResult, merge_parts
 from perfpages.loadgen.spec import Load
 from perfpages.tools import locust as tool
@@ -208,3 +208,44 @@ def _last_line(tmp: str, name: str) -> str:
     except OSError:
         return "no log"
     return lines[-1][:300] if lines else "no output"
+
+
+def parse_master(text: str) -> tuple[str, int]:
+    """HOST, HOST:PORT or [IPv6]:PORT; the port defaults to Locust's 5557."""
+    host, port = text.strip(), str(DEFAULT_PORT)
+    if host.startswith("["):
+        inside, _, rest = host[1:].partition("]")
+        host, port = inside, rest.removeprefix(":") or port
+    elif host.count(":") == 1:
+        host, port = host.split(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise PerfpagesError(f"{text!r} is not HOST[:PORT]", key="--master",
+                             fix="e.g. --master 10.0.0.5:5557")
+    return host, int(port)
+
+
+def serve_worker(master: str, once: bool = False, say: Callable[[str], Any] = print) -> int:
+    """`perfpages loadgen.worker`: one Locust worker at a time connecting to `master`, started
+    again after each run (a suite's every round starts a new master) until Ctrl-C; with `once`,
+    one run. It stops with this command, even when the command is killed."""
+    host, port = parse_master(master)
+    python = str(tool.python())
+    with tempfile.TemporaryDirectory(prefix="perfpages-locust-worker-") as tmp:
+        while True:
+            say(f"Locust worker: waiting for a perfpages load from {host}:{port}")
+            began = time.monotonic()
+            proc = subprocess.Popen(worker_argv(python, host, port), stdin=subprocess.DEVNULL,
+                                    cwd=tmp, env=child_env(tmp), start_new_session=True,
+                                    preexec_fn=_die_with_parent())
+            try:
+                code = proc.wait()
+            except KeyboardInterrupt:
+                raise Interrupted("interrupted: the Locust worker was stopped",
+                                  key="loadgen.worker") from None
+            finally:
+                _stop([("worker", proc)], graceful=False)
+            if once:
+                return code
+            if code != 0 and time.monotonic() - began < 5:  # failing at once: never loop on it
+                raise PerfpagesError(f"the Locust worker exited with {code} at once",
+                                     key="loadgen.worker", fix="see its output above")
