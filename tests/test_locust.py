@@ -31,6 +31,7 @@ from perfpages.errors import PerfpagesError
 from perfpages.loadgen import generator
 from perfpages.loadgen import locust as engine
 from perfpages.loadgen.generator import merge_parts
+from perfpages.processes import free_port
 from perfpages.tools.locust import LOCUSTFILE
 
 pytestmark = pytest.mark.network
@@ -195,7 +196,7 @@ def test_errors_are_counted_by_kind(server: Server) -> None:
 
 
 def test_a_remote_worker_from_the_perfpages_command(server: Server) -> None:
-    port = engine._free_port("127.0.0.1")
+    port = free_port("127.0.0.1")
     load = Load([Request(server.url("/"))], duration_s=1, callers=2)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     remote = subprocess.Popen([sys.executable, "-P", "-m", "perfpages", "loadgen.worker",
@@ -259,3 +260,38 @@ def _cmdline(proc: psutil.Process) -> list[str]:
         return proc.cmdline()
     except psutil.Error:
         return []
+
+
+@pytest.mark.postgres
+def test_a_block_on_locust_archives_the_same_windows_and_names_its_engine(
+        tmp_path: Path) -> None:
+    """`HttpBlockSpec(engine="locust", workers=1)` through `perfpages bench.run`: the windows
+    are the generator's shape, only run.json says which engine made them."""
+    import shutil
+
+    from perfpages.archive.reader import open_run, verify
+
+    root = Path(__file__).resolve().parent.parent
+    bench = tmp_path / "bench"
+    shutil.copytree(root / "benchmarks" / "tinyhttp", bench / "tinyhttp")
+    source = (root / "benchmarks" / "tinyhttp.py").read_text()
+    source = source.replace('title="Items and failures")',
+                            'title="Items and failures", engine="locust", workers=1)')
+    assert 'engine="locust"' in source
+    (bench / "tinyhttp.py").write_text(source)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.perfpages]\nsuites = "bench"\nresults = "results"\n')
+    done = subprocess.run([sys.executable, "-m", "perfpages", "bench.run", "--suite", "tinyhttp",
+                           "--blocks", "calls", "--rounds", "1", "--labels", "fast"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    run_dir = next((tmp_path / "results").iterdir())
+    assert verify(run_dir) == []
+    run = open_run(run_dir)
+    assert run.manifest.blocks["calls"].engine.startswith("locust 2.")
+    assert run.manifest.blocks["calls"].engine.endswith(", 1 local worker")
+    codes = {w.params["call"]: set(w.codes) for w in run.measured if w.requests}
+    assert codes == {"item": {"200"}, "fail": {"500"}}
+    assert all(w.latency is not None for w in run.measured if w.requests)
+    assert [w for w in run.floors if w.params.get("floor") == "health"]  # perfpages' own

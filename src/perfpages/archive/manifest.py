@@ -142,6 +142,7 @@ class Block:
     description: str = ""
     metrics: tuple[str, ...] = ()
     parameters: tuple[str, ...] = ()
+    engine: str = ""  # what made an HTTP block's load: "" (perfpages' generator), "locust …"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -153,6 +154,8 @@ class Block:
             out["metrics"] = list(self.metrics)
         if self.parameters:
             out["parameters"] = list(self.parameters)
+        if self.engine:
+            out["engine"] = self.engine
         return out
 
 
@@ -223,7 +226,8 @@ class Manifest:
             name: Block(name=name, title=raw.get("title", ""),
                         description=raw.get("description", ""),
                         metrics=tuple(raw.get("metrics", ())),
-                        parameters=tuple(raw.get("parameters", ())))
+                        parameters=tuple(raw.get("parameters", ())),
+                        engine=raw.get("engine", ""))
             for name, raw in data.get("blocks", {}).items()
         }
         try:

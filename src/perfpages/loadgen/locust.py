@@ -13,13 +13,10 @@ latency is NOT corrected for coordinated omission (see docs/guide/loadgen.md).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,6 +28,7 @@ from yarl import URL
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.generator import LoadResult, merge_parts
 from perfpages.loadgen.spec import Load
+from perfpages.processes import die_with_parent, free_port
 from perfpages.tools import locust as tool
 
 DEFAULT_PORT = 5557  # Locust's own default: what remote workers connect to unless told
@@ -40,13 +38,21 @@ SLACK_S = 30.0  # beyond the load's own length, before a silent master is given 
 
 def run(load: Load, *, workers: int = 1, master_host: str = "127.0.0.1",
         master_port: int | None = None, expect_remote: int = 0,
-        start_timeout_s: float = 60.0) -> LoadResult:
+        start_timeout_s: float = 60.0, cpus: tuple[int, ...] = ()) -> LoadResult:
     """Run the load from a Locust master with `workers` local worker processes (and
     `expect_remote` more that connect from elsewhere to `master_host`:`master_port`, default
-    5557 then, else a free port) and merge what every worker measured."""
+    5557 then, else a free port) and merge what every worker measured; `cpus` pins the local
+    processes (the run's placement of the load)."""
     return merge_parts(load, run_parts(load, workers=workers, master_host=master_host,
                                        master_port=master_port, expect_remote=expect_remote,
-                                       start_timeout_s=start_timeout_s))
+                                       start_timeout_s=start_timeout_s, cpus=cpus))
+
+
+def engine_text(workers: int, remote: int = 0) -> str:
+    """How a run's manifest names this engine: "locust 2.47.0, 2 local workers"."""
+    version = next(r.split("==")[1] for r in tool.REQUIREMENTS if r.startswith("locust=="))
+    local = f"{workers} local worker{'s' * (workers != 1)}"
+    return f"locust {version}, {local}" + (f" and {remote} remote" if remote else "")
 
 
 def describe(load: Load, raw: bool = False) -> dict[str, Any]:
@@ -86,13 +92,14 @@ def _check(load: Load, workers: int, expect_remote: int) -> None:
 
 def run_parts(load: Load, *, workers: int = 1, master_host: str = "127.0.0.1",
               master_port: int | None = None, expect_remote: int = 0,
-              start_timeout_s: float = 60.0, raw: bool = False) -> list[dict[str, Any]]:
+              start_timeout_s: float = 60.0, raw: bool = False,
+              cpus: tuple[int, ...] = ()) -> list[dict[str, Any]]:
     """Each worker's report (`Tally.to_json` windows, samples, CPU; with `raw`, every measured
     latency in µs too, for tests). Everything started here is gone when it returns."""
     _check(load, workers, expect_remote)
     python = str(tool.python())
     if master_port is None:
-        master_port = DEFAULT_PORT if expect_remote else _free_port(master_host)
+        master_port = DEFAULT_PORT if expect_remote else free_port(master_host)
     connect = "127.0.0.1" if master_host in ("0.0.0.0", "", "::") else master_host
     with tempfile.TemporaryDirectory(prefix="perfpages-locust-") as tmp:
         out = Path(tmp) / "parts.json"
@@ -109,10 +116,10 @@ def run_parts(load: Load, *, workers: int = 1, master_host: str = "127.0.0.1",
         procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         finished = False
         try:
-            procs.append(("master", _start(master, Path(tmp) / "master.log", tmp)))
+            procs.append(("master", _start(master, Path(tmp) / "master.log", tmp, cpus)))
             for i in range(workers):
                 procs.append((f"worker {i}", _start(worker_argv(python, connect, master_port),
-                                                    Path(tmp) / f"worker-{i}.log", tmp)))
+                                                    Path(tmp) / f"worker-{i}.log", tmp, cpus)))
             _wait(procs, start_timeout_s + budget, tmp)
             finished = True
         finally:
@@ -135,27 +142,6 @@ def worker_argv(python: str, master_host: str, master_port: int) -> list[str]:
             "--loglevel", "WARNING"]
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A Popen preexec_fn: the child is SIGKILLed when this process dies, even by SIGKILL
-    (Linux's parent-death signal); in a session of its own, it never sees a terminal's Ctrl-C."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc, parent = ctypes.CDLL(None, use_errno=True), os.getpid()
-
-    def preexec() -> None:
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the signal was armed
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
-
-
 def child_env(home: str) -> dict[str, str]:
     """The environment of a Locust process: no LOCUST_* settings, and a HOME of its own so that
     a ~/.locust.conf cannot change the run either (the working directory is `home` too)."""
@@ -164,11 +150,12 @@ def child_env(home: str) -> dict[str, str]:
     return env
 
 
-def _start(argv: list[str], log: Path, tmp: str) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], log: Path, tmp: str,
+           cpus: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     with log.open("wb") as f:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
                                 cwd=tmp, env=child_env(tmp), start_new_session=True,
-                                preexec_fn=_die_with_parent())
+                                preexec_fn=die_with_parent(signal.SIGKILL, cpus))
 
 
 def _wait(procs: list[tuple[str, subprocess.Popen[bytes]]], timeout_s: float, tmp: str) -> None:
@@ -236,7 +223,7 @@ def serve_worker(master: str, once: bool = False, say: Callable[[str], Any] = pr
             began = time.monotonic()
             proc = subprocess.Popen(worker_argv(python, host, port), stdin=subprocess.DEVNULL,
                                     cwd=tmp, env=child_env(tmp), start_new_session=True,
-                                    preexec_fn=_die_with_parent())
+                                    preexec_fn=die_with_parent())
             try:
                 code = proc.wait()
             except KeyboardInterrupt:

