@@ -56,7 +56,9 @@ class HttpBlocks:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.prepared: set[tuple[str, str, int]] = set()  # (label, host, port) it was given
+        # label -> the server address its `prepare` was given: a subject's stored configuration
+        # may name it, so a label moving between the server and the delay proxy is prepared again
+        self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
 
     @property
@@ -97,11 +99,11 @@ class HttpBlocks:
             target = self.session.delayed(target)
         work = self.workdir / slug(b.label.name)
         work.mkdir(parents=True, exist_ok=True)
-        prepared = (b.label.name, target.host, target.port)
+        address = (target.host, target.port)
         try:
-            if prepared not in self.prepared and suite.service.prepare is not None:
+            if self.prepared.get(b.label.name) != address and suite.service.prepare is not None:
                 suite.service.prepare(b, target, work)
-                self.prepared.add(prepared)
+                self.prepared[b.label.name] = address
             spec = suite.service.spec(b, target, work, env)
             if spec.cwd is None:  # never the checkout: `python -m pkg` there runs its code
                 spec = replace(spec, cwd=work)

@@ -33,8 +33,7 @@ def floor(session: Session, suite: Suite, block: str, position: str, b: Build,
     server = session.clusters.start(suite, b)
     target = server.target.with_db(session.clusters.floor_db(server))
     script = [pgbench.Script(builtin="select-only")]
-    pgbench.run(server.bin, target, script, 1, 1, env=b.env,
-                    cpus=session.cpus("load"))
+    pgbench.run(server.bin, target, script, 1, 1, env=b.env, cpus=session.cpus("load"))
     for index in missing:
         start = utc_now()
         res = pgbench.run(server.bin, target, script, 1, 1, env=b.env,
