@@ -210,8 +210,9 @@ class HttpBlocks:
 
     def _engine(self, block: HttpBlockSpec, load: Load) -> loadgen.LoadResult:
         """The block's engine runs the case's load (the floors always use perfpages' own)."""
-        if block.engine == "locust":
+        if block.engine == "locust":  # remote workers reach the master on every interface
             return locust.run(load, workers=block.workers, expect_remote=block.remote_workers,
+                              master_host="0.0.0.0" if block.remote_workers else "127.0.0.1",
                               cpus=self.session.cpus("load"))
         return loadgen.run(load, cpus=self.session.cpus("load"))
 
