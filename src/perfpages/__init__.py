@@ -3,6 +3,7 @@
 The one import for suite authors and readers of archives::
 
     from perfpages import Suite, LabelSpec, DataSet, BlockSpec, Script      # pgbench suites
+    from perfpages import Placement                                         # CPU sets
     from perfpages import HttpBlockSpec, HttpCase, Service, ServiceSpec, Load, Request  # HTTP
     from perfpages import load, open_run                                    # reading runs
 

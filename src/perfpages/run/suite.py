@@ -196,7 +196,6 @@ class HttpBlockSpec:
                                  "least one local", key=f"blocks.{self.name}.workers",
                                  fix='set engine="locust", workers >= 1, remote_workers >= 0')
 
-
     @property
     def parameters(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(k for case in self.cases for k in case.params))
