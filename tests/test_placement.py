@@ -58,17 +58,22 @@ def test_a_placement_names_cpu_numbers() -> None:
         Placement.check({"subject": [4096]})
 
 
-@pytest.mark.postgres
-def test_the_subject_runs_on_its_cpus_and_the_manifest_says_so(tmp_path: Path) -> None:
-    cpu = CPUS[-1]
-    done = bench_run(project(tmp_path, f"Placement(subject=({cpu},), load=({CPUS[0]},))"))
+@pytest.fixture(scope="module")
+def placed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run of the tiny HTTP suite's calls block with the subject and the load placed."""
+    tmp_path = tmp_path_factory.mktemp("placed")
+    done = bench_run(project(tmp_path, f"Placement(subject=({CPUS[-1]},), load=({CPUS[0]},))"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    run_dir = next((tmp_path / "results").iterdir())
-    assert verify(run_dir) == []
-    run = open_run(run_dir)
-    assert run.manifest.method.placement == {"subject": [cpu], "load": [CPUS[0]]}
-    log = (run_dir / "diagnostics" / "calls" / "fast" / "server.log").read_text()
-    assert f"listening on cpus [{cpu}]" in log
+    return next((tmp_path / "results").iterdir())
+
+
+@pytest.mark.postgres
+def test_the_subject_runs_on_its_cpus_and_the_manifest_says_so(placed: Path) -> None:
+    assert verify(placed) == []
+    run = open_run(placed)
+    assert run.manifest.method.placement == {"subject": [CPUS[-1]], "load": [CPUS[0]]}
+    log = (placed / "diagnostics" / "calls" / "fast" / "server.log").read_text()
+    assert f"listening on cpus [{CPUS[-1]}]" in log
     assert "CPU placement" in runpages.render(run, "https://example.org/")
 
 
@@ -88,10 +93,9 @@ def test_the_generator_busy_rule_is_a_share_of_a_core() -> None:
 
 
 @pytest.mark.postgres
-def test_the_generators_cpu_is_shown_beside_each_cell_and_flagged(tmp_path: Path) -> None:
-    done = bench_run(project(tmp_path, "Placement()"))
-    assert done.returncode == 0, done.stderr[-2000:]
-    original = open_run(next((tmp_path / "results").iterdir()))
+def test_the_generators_cpu_is_shown_beside_each_cell_and_flagged(placed: Path,
+                                                                  tmp_path: Path) -> None:
+    original = open_run(placed)
     data = report.build(original)
     cells = {(x["parameters"], x["label"]) for x in data["generator"]}
     assert cells == {("call=item, callers=2", "fast"), ("call=fail, callers=1", "fast")}
