@@ -224,42 +224,27 @@ def test_a_label_moving_to_and_from_the_proxy_is_prepared_for_each_address(
     """`prepare` may store the server's address in the subject's configuration: a label is
     prepared again whenever its address changes (server → proxy → server), never left pointing
     at the proxy in a later block."""
-    bench = tmp_path / "bench"
-    (bench / "tinydb").mkdir(parents=True)
-    (bench / "tinydb" / "server.py").write_text(
-        (ROOT / "benchmarks" / "tinydb" / "server.py").read_text())
-    source = (ROOT / "benchmarks" / "tinydb.py").read_text()
-    source = source.replace("DELAYS_MS = (0, 2, 4)", "DELAYS_MS = (0, 2)")
-    source = source.replace(
-        "def suite(quick: bool) -> Suite:",
-        "def record(b, target, work) -> None:\n"
-        "    with open(os.environ['PREPARED_LOG'], 'a') as f:\n"
-        "        f.write(f'{target.port}\\n')\n\n\n"
-        "def suite(quick: bool) -> Suite:")
-    source = source.replace("import sys\n", "import os\nimport sys\n")
-    source = source.replace(
-        'blocks=(HttpBlockSpec("network", tuple(statements(n, d) for n in (1, 2, 3)',
-        'blocks=(HttpBlockSpec("before", (replace(statements(1, 0), delay_ms=None),)),\n'
-        '                HttpBlockSpec("network", tuple(statements(n, d) for n in (1,)')
-    source = source.replace(
-        'metrics=("mean", "p50", "round_trips", "statements")),),',
-        'metrics=("mean", "p50", "round_trips", "statements")),\n'
-        '                HttpBlockSpec("after", (replace(statements(2, 0), delay_ms=None),))),')
-    source = source.replace("service=Service(spec=spec),",
-                            "service=Service(spec=spec, prepare=record),")
-    source = source.replace("from pathlib import Path\n",
-                            "from dataclasses import replace\nfrom pathlib import Path\n")
-    assert "prepare=record" in source and 'HttpBlockSpec("after"' in source
-    (bench / "tinydb.py").write_text(source)
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.perfpages]\nsuites = "bench"\nresults = "results"\n')
-    log = tmp_path / "prepared.log"
-    done = subprocess.run([sys.executable, "-m", "perfpages", "bench.run", "--suite", "tinydb",
-                           "--rounds", "1"], cwd=tmp_path, capture_output=True, text=True,
-                          env={**ENV, "PREPARED_LOG": str(log)})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    ports = log.read_text().split()
-    assert len(ports) == 3 and ports[0] == ports[2] != ports[1], ports
-    run = open_run(next((tmp_path / "results").iterdir()))
-    assert {w.block for w in run.measured} == {"before", "network", "after"}
-    assert all("round_trips" not in w.metrics for w in run.measured if w.block != "network")
+    from dataclasses import replace
+
+    from perfpages.run.blocks import Session
+    from perfpages.run.builds import resolve
+    from perfpages.run.clusters import Clusters
+    from perfpages.run.httpblock import HttpBlocks
+    from perfpages.run.suite import load
+
+    given: list[int] = []
+    suite = load("tinydb", ROOT / "benchmarks")
+    assert suite.service is not None
+    suite = replace(suite, service=replace(suite.service, prepare=lambda b, target, work:
+                                           given.append(target.port)))
+    build = resolve(suite.labels[0])
+    session = Session(Clusters())
+    blocks = HttpBlocks(session)
+    try:
+        for delayed in (False, True, True, False):
+            blocks._service(suite, build, {}, tmp_path / "server.log", delayed)
+    finally:
+        blocks.close()
+        session.close()
+        session.clusters.destroy()
+    assert len(given) == 3 and given[0] == given[2] != given[1], given
