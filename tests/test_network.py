@@ -147,7 +147,8 @@ def test_round_trips_are_a_cell_of_one_slope_per_round() -> None:
 def network_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("results")
     done = subprocess.run([sys.executable, "-m", "invoke", "bench.run", "--suite", "tinydb",
-                           "--results", str(results)], cwd=ROOT, capture_output=True, text=True,
+                           "--rounds", "1", "--results", str(results)], cwd=ROOT,
+                          capture_output=True, text=True,
                           env=ENV)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return next(results.iterdir())
@@ -200,7 +201,8 @@ def test_pgbench_blocks_run_across_delays_too(tmp_path: Path) -> None:
     (bench / "tiny.py").write_text(source)
     (tmp_path / "pyproject.toml").write_text(
         '[tool.perfpages]\nsuites = "bench"\nresults = "results"\n')
-    done = subprocess.run([sys.executable, "-m", "perfpages", "bench.run", "--suite", "tiny"],
+    done = subprocess.run([sys.executable, "-m", "perfpages", "bench.run", "--suite", "tiny",
+                           "--rounds", "1"],
                           cwd=tmp_path, capture_output=True, text=True, env=ENV)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     run_dir = next((tmp_path / "results").iterdir())
