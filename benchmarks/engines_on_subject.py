@@ -21,15 +21,14 @@ engine's, should set the pace: a ratio well below 1 is an engine taking CPU from
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from loadgen_vs_wrk import wrk  # beside this script
 from perfpages import Load, Request
 from perfpages.loadgen import generator
 from perfpages.run.builds import resolve
@@ -63,13 +62,11 @@ def run_generator(base: str, key: str, rows: int, callers: int, seconds: float) 
 def run_wrk(base: str, key: str, rows: int, callers: int, seconds: float) -> Measure:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(WRK_SCRIPT.format(key=key, rows=rows))
-    out = subprocess.run(["wrk", "-t1", f"-c{callers}", f"-d{seconds:g}s", "--latency",
-                          "-s", script.name, base], capture_output=True, text=True,
-                         check=True).stdout
-    Path(script.name).unlink()
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    value, unit = re.search(r"50%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
-    return rate, float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+    try:
+        measured = wrk(base, callers, seconds, script.name)  # loadgen_vs_wrk's, parsing included
+    finally:
+        Path(script.name).unlink()
+    return measured.rate, measured.p50_ms
 
 
 def run_locust(workers: int) -> Callable[[str, str, int, int, float], Measure]:

@@ -103,10 +103,13 @@ class Measure:
     cpu_per_k_ms: float | None = None  # the client's CPU per 1,000 requests
 
 
-def wrk(url: str, connections: int, duration: float) -> Measure:
+def wrk(url: str, connections: int, duration: float, script: str | None = None) -> Measure:
+    """wrk -t1 (`script`: a Lua file shaping the requests, as benchmarks/engines_on_subject.py
+    draws its keys)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk is the only child waited for
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", url],
-                         capture_output=True, text=True, check=True).stdout
+    shape = ["-s", script] if script else []
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency",
+                          *shape, url], capture_output=True, text=True, check=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]

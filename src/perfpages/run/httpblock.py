@@ -249,8 +249,9 @@ class HttpBlocks:
             finally:
                 if profiler is not None:
                     profiler.stop()
-            if network is not None:  # per call, the warm-up's included: counters span both
-                extra = network.end(result.total().requests
+            if network is not None:  # per call, warm-up included (the counters span both);
+                # counted from the windows: total() would merge every histogram to count
+                extra = network.end(sum(t.requests for t in result.windows)
                                     + (result.warmup.requests if result.warmup else 0))
         except PerfpagesError as exc:
             if record:

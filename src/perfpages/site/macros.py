@@ -198,7 +198,7 @@ class Macros:
         trips and statements counted per call (the proxy's and pg_stat_statements')."""
         rows = series_round_trips(self.pins, metric, filters)
         delays = sorted({d for row in rows for d in row.trips.delays})
-        factor, shown = scale(metric, None)
+        shown = info(metric).unit  # the slope is read in the archived unit: nothing to scale
         corner = f"{metric} ({shown}), delay each way" if shown else f"{metric}, delay each way"
         header = [escape.md(corner), *(escape.md(f"+{d:g} ms") for d in delays),
                   "round trips (slope)", "counted by the proxy", "statements"]
@@ -206,7 +206,7 @@ class Macros:
         for row in rows:
             at = dict(zip(row.trips.delays, row.trips.latency, strict=True))
             body.append([escape.md(row.name),
-                         *(escape.md(cell_text(scaled(at[d], factor), "", digits))
+                         *(escape.md(cell_text(at[d], "", digits))
                            if d in at else "—" for d in delays),
                          escape.md(cell_text(row.trips.slope, "", 2 if digits is None
                                              else digits)),
