@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +34,16 @@ SCRIPT_LABEL = "<script>alert(1)</script>"
 def quiet() -> Console:
     """A console that prints nowhere: a run's progress bar is not under test."""
     return Console(file=io.StringIO(), force_terminal=False)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI_ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COLUMNS": "200"}
+
+
+def perfpages(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real `perfpages` command line, run from the repository."""
+    return subprocess.run([sys.executable, "-m", "perfpages", *args], cwd=ROOT,
+                          capture_output=True, text=True, env=CLI_ENV)
 
 
 def make_results(root: Path, corrupt: bool = False) -> Path:

@@ -17,7 +17,7 @@ from perfpages.analysis import report
 from perfpages.archive import files
 from perfpages.archive.reader import FLOOR_LABEL, open_run, verify
 from perfpages.run.runner import Options, run
-from sites import quiet
+from sites import perfpages, quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -129,6 +129,20 @@ def test_a_subject_that_will_not_start_is_archived_as_failed(tmp_path: Path, lef
     assert all("exited with status 3 before it was healthy" in (w.error or "") for w in failed)
     assert all(w.status == "ok" for w in r.measured if w.label == "fast")
     assert subjects(session_tmp) == [] and leftovers() == []
+
+
+def test_a_one_round_block_archived_alone_is_a_complete_run(tmp_path: Path) -> None:
+    """tinyhttp's `cold` runs one round of its `slow` label only: chosen alone through the
+    command line, the run holds that label and one round, is complete, and says so in its id."""
+    done = perfpages("bench", "run", "--suite", "tinyhttp", "--blocks", "cold", "--rounds", "2",
+                     "--preflight-wait", "0", "--results", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert run_dir.name.endswith("-tinyhttp-cold")
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete" and list(r.manifest.labels) == ["slow"]
+    assert r.manifest.method.rounds == 1 and {w.round for w in r.measured} == {1}
+    assert list(r.manifest.blocks) == ["cold"] and not verify(run_dir)
 
 
 @pytest.mark.network

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import io
-import os
 import re
 import subprocess
 import sys
@@ -25,26 +24,20 @@ from perfpages.errors import PerfpagesError
 from perfpages.site.page import render_file
 from perfpages.site.store import RunStore
 from perfpages.testing import Spec, generate
-from sites import DEMO, Failed, build_site, make_results
+from sites import CLI_ENV, DEMO, Failed, build_site, make_results, perfpages
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"  # archived runs: read, never written
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
-ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COLUMNS": "200"}
 
 HOSTILE_RUN = "2026-11-12-synthetic-markup"
 TITLE = "Sky [quick] [/bold] <script>alert(1)</script> *x* | y"
 LABELS = {"[/bold]": 1.0, "Sky [quick]": 1.3, "<script>": 1.0, "*x*": 1.0, "a|b": 1.0}
 
 
-def perfpages(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfpages", *args], cwd=ROOT,
-                          capture_output=True, text=True, env=ENV)
-
-
 def invoke(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "invoke", "-r", str(ROOT), *args], cwd=ROOT,
-                          capture_output=True, text=True, env=ENV)
+                          capture_output=True, text=True, env=CLI_ENV)
 
 
 def one_error(done: subprocess.CompletedProcess[str]) -> str:

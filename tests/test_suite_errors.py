@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,16 @@ def test_selecting_labels_leaves_out_blocks_that_run_none_of_them() -> None:
         suite.select(["a"], ["only-b"])
     with pytest.raises(PerfpagesError, match="names unknown labels: c"):
         _http_suite(("c",)).check_block_labels()
+
+
+def test_choosing_blocks_keeps_only_the_labels_they_run() -> None:
+    """A label no chosen block runs would have no windows and fail the run at its end."""
+    suite = _http_suite(("b",))
+    assert [x.name for x in suite.select(None, ["only-b"]).labels] == ["b"]
+    assert [x.name for x in suite.select(None, ["all", "only-b"]).labels] == ["a", "b"]
+    with pytest.raises(PerfpagesError, match="label 'a' runs in none of the chosen blocks") as e:
+        suite.select(["a", "b"], ["only-b"])
+    assert e.value.key == "--labels"
+    unused = replace(suite, blocks=suite.blocks[1:])  # no block runs 'a' at all
+    with pytest.raises(PerfpagesError, match="label 'a' runs in none of the suite's blocks"):
+        unused.select(None, None)

@@ -80,6 +80,12 @@ class Options:
     preflight_wait: float | None = None  # seconds a block waits for a quiet machine
 
 
+def run_slug(scope: str, blocks: list[str] | None) -> str:
+    """The run id's tail: `quick` for quick sizes, then the blocks when --blocks chose some
+    (`2026-12-02-queryapigate-network`): a suite archived a block at a time reads apart."""
+    return "-".join((["quick"] if scope == "quick" else []) + list(blocks or []))
+
+
 def _interrupted(run_id: str, suite: str) -> Interrupted:
     return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run", fix=f"complete "
                        f"it with `invoke bench.run --suite {suite} --resume {run_id}`")
@@ -290,6 +296,11 @@ class Runner:
             rounds=o.rounds or suite.rounds, order=suite.order, seed=o.seed,
             warmup_s=suite.warmup_s, window_s=suite.window_s, min_rounds=suite.min_rounds,
             drift_threshold=suite.drift_threshold, placement=suite.placement.to_json())
+        if o.method is None:
+            # The rounds the chosen blocks run: a one-round block chosen alone is a one-round
+            # run, not a run that stopped after its first round.
+            ran = max(self.driver(b).scope(b, method, [])[0] for b in suite.blocks)
+            method = replace(method, rounds=ran)
         seed = method.seed if method.seed is not None else random.SystemRandom().randrange(2**31)
         labels = {n: replace(b.label, env=masked_env(b.label.env)) for n, b in builds.items()}
         settings_names = {k for b in builds.values() for k in b.label.pg_settings}
@@ -305,7 +316,7 @@ class Runner:
                  f"1 s of warm-up, on the first label's server before and after each block; "
                  f"server: {where}")
         return Manifest(
-            id=new_run_id(o.results, suite.name, "quick" if suite.scope == "quick" else ""),
+            id=new_run_id(o.results, suite.name, run_slug(suite.scope, o.blocks)),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
             started=utc_now(), command=self.redactor.text(redact_command(o.command)),
             harness=machine.harness(),

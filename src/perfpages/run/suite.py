@@ -313,7 +313,20 @@ class Suite:
         if not kept:
             raise PerfpagesError("no block runs any of the chosen labels", key="--labels",
                                  fix="choose other labels or blocks")
-        return replace(self, labels=chosen, blocks=tuple(kept))
+        # A label no kept block runs would leave the run without its windows, failing it only
+        # at the end: one chosen by --blocks alone is left out; one named, or any in the whole
+        # suite, is a mistake said before anything starts.
+        used = {n for b in kept for n in (getattr(b, "labels", ()) or names)}
+        idle = [x.name for x in chosen if x.name not in used]
+        if idle and (labels or not blocks):
+            raise PerfpagesError(
+                f"label {idle[0]!r} runs in none of the "
+                + ("chosen blocks" if blocks else "suite's blocks"),
+                key="--labels" if labels else f"labels.{idle[0]}",
+                fix=("leave it out of --labels, or add a block that runs it to --blocks"
+                     if labels else "name it in a block's labels, or remove it"))
+        return replace(self, labels=tuple(x for x in chosen if x.name in used),
+                       blocks=tuple(kept))
 
     def check_block_labels(self) -> None:
         """Every label an HTTP block names is one of the suite's (a typo would run nothing)."""
