@@ -369,12 +369,14 @@ def leftover_servers(root: str | os.PathLike[str] | None = None,
     process's temporary directory, where `EmbeddedServer` makes them). Tests pass their session's
     own root, so servers of other runs on the machine are never counted."""
     base = os.path.join(os.path.abspath(root or tempfile.gettempdir()), data_prefix)
-    found = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
+    found: dict[int, int] = {}
+    for proc in psutil.process_iter(["name", "cmdline", "ppid"]):
         cmd = proc.info.get("cmdline") or []
         if proc.info.get("name") == "postgres" and any(part.startswith(base) for part in cmd):
-            found.append(proc.pid)
-    return found
+            found[proc.pid] = proc.info.get("ppid") or 0
+    # A backend just forked still shows its postmaster's command line until it sets its own
+    # title: only a process whose parent is not one of them is a postmaster.
+    return [pid for pid, parent in found.items() if parent not in found]
 
 
 if __name__ == "__main__":  # pragma: no cover - manual smoke test
