@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfpages import load
-from perfpages.analysis.decision import Cell, Change, false_positive_rate
+from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
 from perfpages.analysis.method import cell, change, check_comparable, format_percent, format_range
 from perfpages.archive.reader import open_run
 from perfpages.errors import AnalysisError, ComparabilityError
@@ -42,20 +42,20 @@ def test_cell_is_median_with_range() -> None:
 ])
 def test_change_verdicts(metric: str, base: tuple[float, ...], other: tuple[float, ...],
                          verdict: str, clear: bool) -> None:
-    c = Change(metric, Cell(base), Cell(other), min_rounds=5)
+    c = Change(metric, Cell(base), Cell(other), Rule(min_rounds=5))
     assert c.verdict == verdict
     assert c.clear is clear
 
 
 def test_change_is_ratio_of_medians() -> None:
-    c = Change("throughput", Cell((100, 90, 110)), Cell((108, 100, 120)), min_rounds=3)
+    c = Change("throughput", Cell((100, 90, 110)), Cell((108, 100, 120)), Rule(min_rounds=3))
     assert c.ratio == pytest.approx(1.08)
     assert format_percent(c.percent) == "+8.0 %"
 
 
 def test_range_across_cells() -> None:
     def ch(pct: float) -> Change:
-        return Change("throughput", Cell((100,)), Cell((100 + pct,)), 1)
+        return Change("throughput", Cell((100,)), Cell((100 + pct,)), Rule(min_rounds=1))
 
     assert format_range([ch(6.2), ch(9.8), ch(8)]) == "+6–10 %"
     assert format_range([ch(-6.2), ch(-9.8)]) == "−6–10 %"

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perfpages.analysis import decision, report
-from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
 from perfpages.archive.reader import open_run
 from perfpages.archive.window import Window
@@ -63,7 +63,7 @@ def test_table_report_and_claims_agree(tmp_path_factory: pytest.TempPathFactory,
     results = tmp_path_factory.mktemp("decision")
     run_id = write_run(results, base, other, min_rounds)
     expected = Change("throughput", Cell(tuple(v / SCALE for v in base)),
-                      Cell(tuple(v / SCALE for v in other)), min_rounds).verdict
+                      Cell(tuple(v / SCALE for v in other)), Rule(min_rounds=min_rounds)).verdict
 
     loaded = RunStore(results).get(run_id)
     pins = Pins({"r": loaded})

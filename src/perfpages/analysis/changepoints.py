@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.decision import RANGES, Cell, Change, Rule
 
 
 @dataclass(frozen=True)
@@ -32,23 +32,23 @@ class Step:
         return self.change.clear
 
 
-def steps(series: Sequence[tuple[str, Cell]], metric: str, min_rounds: int = 5) -> list[Step]:
+def steps(series: Sequence[tuple[str, Cell]], metric: str, rule: Rule = RANGES) -> list[Step]:
     """Every step between neighbours of `series` (release, cell), in order. A release the series
     lacks is skipped: its neighbours on either side are compared."""
-    return [Step(a, b, Change(metric, ca, cb, min_rounds))
+    return [Step(a, b, Change(metric, ca, cb, rule))
             for (a, ca), (b, cb) in pairwise(series)]
 
 
 def clear_steps(series: Sequence[tuple[str, Cell]], metric: str,
-                min_rounds: int = 5) -> list[Step]:
+                rule: Rule = RANGES) -> list[Step]:
     """The steps between neighbours that the rule calls clear."""
-    return [s for s in steps(series, metric, min_rounds) if s.clear]
+    return [s for s in steps(series, metric, rule) if s.clear]
 
 
 def change_points(series: Sequence[tuple[str, Cell]], metric: str,
-                  min_rounds: int = 5) -> list[str]:
+                  rule: Rule = RANGES) -> list[str]:
     """The releases at which a clear step lands (the release after it)."""
-    return [s.after for s in clear_steps(series, metric, min_rounds)]
+    return [s.after for s in clear_steps(series, metric, rule)]
 
 
 def flatten(series: Sequence[tuple[str, Cell]]) -> tuple[list[float], list[str]]:

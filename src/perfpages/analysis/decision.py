@@ -1,5 +1,12 @@
 """The one decision rule: clear gain or loss, overlap, too few rounds, drift, saturation.
 
+Two rules, chosen by the run (`method.rule` in run.json, see `Rule`): runs archived before
+method v2 keep "ranges apart" over at least `min_rounds` rounds a side; method v2 runs decide by
+an exact rank test at two-sided α (Wilcoxon signed-rank paired by round, or Mann–Whitney on the
+windows), computed by scipy.stats, and show the change as the Hodges–Lehmann median shift with
+its exact interval, found by inverting the same scipy test. Every comparison also states its
+resolution: the smallest change it would detect with 80 % power at its α.
+
 Every verdict is decided here, once, on raw values: the unrounded medians, ranges and ratios of
 the rounds. Tables, `bench report`, claims, floors and run pages only display these decisions.
 Display rounding (`metric.format_number`: three significant digits; `method.format_percent`:
@@ -9,11 +16,15 @@ whole percent from 10 %, one decimal below) never changes a verdict, so a page m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from math import comb, isfinite
+from dataclasses import dataclass, field
+from functools import cached_property
+from math import comb, isfinite, nan
 from statistics import median
+from typing import Any, Literal
 
+from perfpages.analysis import ranktest
 from perfpages.analysis.metric import info
+from perfpages.archive.manifest import Method
 from perfpages.errors import AnalysisError
 
 MIN_GAIN = 0.10  # saturation: less than +10 % throughput for at least twice the clients …
@@ -24,14 +35,67 @@ GENERATOR_BUSY_PCT = 80.0
 
 
 @dataclass(frozen=True)
+class Rule:
+    """How a run's changes are decided. `ranges`: runs archived before method v2 (no
+    `method.rule` in run.json): clear when the ranges are apart with `min_rounds` rounds a side.
+    `wilcoxon` (paired by round) and `mann-whitney` (the windows unpaired): method v2, clear
+    when the exact two-sided test's p-value is below `alpha`."""
+
+    test: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
+    alpha: float = 0.01
+    min_rounds: int = 5
+    power: float = 0.80  # for the resolution
+
+    def __post_init__(self) -> None:
+        if self.test not in TESTS:
+            raise AnalysisError(f"unknown decision rule {self.test!r}",
+                                fix=f"use one of: {', '.join(TESTS)}")
+        if not 0 < self.alpha < 0.5 or not 0 < self.power < 1:
+            raise AnalysisError("a rule's alpha must be in (0, 0.5) and its power in (0, 1)")
+
+    @property
+    def exact(self) -> bool:
+        return self.test != "ranges"
+
+    @staticmethod
+    def of(method: Method) -> Rule:
+        """The rule a run recorded (`method.rule`); none recorded: ranges apart."""
+        if not method.rule:
+            return Rule(min_rounds=method.min_rounds)
+        return Rule(test=method.rule["test"], alpha=float(method.rule.get("alpha", 0.01)),
+                    min_rounds=method.min_rounds)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"test": self.test, "alpha": self.alpha}
+
+    def text(self) -> str:
+        """How a report states the rule."""
+        if not self.exact:
+            return (f"ranges apart, at least {self.min_rounds} rounds a side")
+        name = ("Wilcoxon signed-rank test paired by round" if self.test == "wilcoxon"
+                else "Mann–Whitney U test on the windows")
+        return (f"exact {name}, two-sided α = {self.alpha:g}; change: Hodges–Lehmann median "
+                f"shift with its exact {1 - self.alpha:.0%} interval")
+
+
+TESTS = ("ranges", "wilcoxon", "mann-whitney")
+RANGES = Rule()
+V2 = Rule("wilcoxon")  # method v2's default (chosen by benchmarks/bench_method.py)
+
+
+@dataclass(frozen=True)
 class Cell:
-    """The rounds of one (block, parameters, label, metric): median with its min–max range."""
+    """The rounds of one (block, parameters, label, metric): median with its min–max range.
+    `rounds` names each value's round (pairing by round); empty when unknown."""
 
     values: tuple[float, ...]
+    rounds: tuple[int, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.values:
             raise AnalysisError("a cell needs at least one round")
+        if self.rounds and len(self.rounds) != len(self.values):
+            raise AnalysisError("a cell's rounds must name each of its values")
 
     @property
     def n(self) -> int:
@@ -60,22 +124,70 @@ def false_positive_rate(n: int, m: int | None = None) -> float:
     return 2.0 / comb(n + m, n)
 
 
+def _pairs(base: Cell, other: Cell) -> tuple[list[float], list[float]]:
+    """The values of rounds both cells measured, in round order (by position when a cell
+    does not name its rounds)."""
+    if base.rounds and other.rounds:
+        a, b = (dict(zip(base.rounds, base.values, strict=True)),
+                dict(zip(other.rounds, other.values, strict=True)))
+        common = sorted(set(a) & set(b))
+        return [a[r] for r in common], [b[r] for r in common]
+    n = min(base.n, other.n)
+    return list(base.values[:n]), list(other.values[:n])
+
+
+def _samples(base: Cell, other: Cell, rule: Rule) -> tuple[list[float], list[float]]:
+    return _pairs(base, other) if rule.test == "wilcoxon" else (list(base.values),
+                                                                 list(other.values))
+
+
 @dataclass(frozen=True)
 class Change:
-    """other ÷ base for one metric, judged by the ranges-do-not-overlap rule."""
+    """other ÷ base for one metric, judged by the run's rule (ranges apart, or an exact test)."""
 
     metric: str
     base: Cell
     other: Cell
-    min_rounds: int = 5
+    rule: Rule = RANGES
+
+    @property
+    def min_rounds(self) -> int:
+        """Rounds a side a verdict needs: the rule's, or where the exact test can reach α."""
+        if not self.rule.exact:
+            return self.rule.min_rounds
+        n = 1
+        while ranktest.min_p(n, n, paired=self.rule.test == "wilcoxon") >= self.rule.alpha:
+            n += 1
+        return n
+
+    @cached_property
+    def test(self) -> ranktest.Test | None:
+        """The exact test (method v2 runs only)."""
+        if not self.rule.exact:
+            return None
+        return ranktest.shift_test(*_samples(self.base, self.other, self.rule),
+                                   paired=self.rule.test == "wilcoxon", alpha=self.rule.alpha)
 
     @property
     def ratio(self) -> float:
+        if self.test is not None:
+            return 1 + self.test.shift_pct / 100
         return self.other.median / self.base.median if self.base.median else float("nan")
 
     @property
     def percent(self) -> float:
+        """The change in percent: the ratio of medians (ranges rule) or the Hodges–Lehmann
+        median shift (exact rule)."""
         return (self.ratio - 1.0) * 100.0
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The exact interval of the shift, in percent (exact rule only)."""
+        return (self.test.low_pct, self.test.high_pct) if self.test is not None else None
+
+    @property
+    def p(self) -> float | None:
+        return self.test.p if self.test is not None else None
 
     @property
     def difference(self) -> float:
@@ -84,10 +196,20 @@ class Change:
 
     @property
     def enough_rounds(self) -> bool:
-        return min(self.base.n, self.other.n) >= self.min_rounds
+        if self.test is not None:
+            return self.test.min_p < self.rule.alpha
+        return min(self.base.n, self.other.n) >= self.rule.min_rounds
+
+    @property
+    def rounds(self) -> int:
+        """The rounds the verdict rests on: the pairs (paired), else the smaller side."""
+        return self.test.n if self.test is not None else min(self.base.n, self.other.n)
 
     @property
     def separated(self) -> bool:
+        """The data show a difference: ranges apart, or the test's p below α."""
+        if self.test is not None:
+            return self.test.p < self.rule.alpha
         return not self.base.overlaps(self.other)
 
     @property
@@ -100,17 +222,40 @@ class Change:
 
     @property
     def fpr(self) -> float:
+        if self.rule.exact:
+            return self.rule.alpha
         return false_positive_rate(self.base.n, self.other.n)
+
+    @cached_property
+    def resolution(self) -> float:
+        """The smallest change this comparison resolves, in percent (see `resolution`); the
+        ranges rule states none (nan)."""
+        if not self.rule.exact:
+            return nan
+        return ranktest.resolution(*_samples(self.base, self.other, self.rule),
+                                   paired=self.rule.test == "wilcoxon", alpha=self.rule.alpha,
+                                   power=self.rule.power)
 
     @property
     def verdict(self) -> str:
         if not self.enough_rounds:
-            return f"too few rounds ({min(self.base.n, self.other.n)} < {self.min_rounds})"
-        if not self.separated:
+            return f"too few rounds ({self.rounds} < {self.min_rounds})"
+        if self.rule.exact:
+            if not self.separated:
+                return "no clear change"
+            if self.better is None:
+                return "clear difference"
+        elif not self.separated:
             return "ranges overlap"
-        if self.better is None:
+        elif self.better is None:
             return "ranges apart"
         return "clear gain" if self.better else "clear loss"
+
+
+def expected_false(verdicts: int, alpha: float) -> float:
+    """How many of `verdicts` clear verdicts a rule at `alpha` calls clear by chance when
+    nothing changed (the expectation over the comparisons made)."""
+    return verdicts * alpha
 
 
 def within(percent: float, low: float, high: float) -> bool:

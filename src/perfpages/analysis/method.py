@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.decision import RANGES, Cell, Change, Rule
 from perfpages.analysis.metric import format_number, format_value
 from perfpages.archive.manifest import Manifest
 from perfpages.errors import AnalysisError, ComparabilityError
@@ -111,13 +111,14 @@ def cell(frame: pd.DataFrame, *, block: str, label: str, metric: str,
         choices = "; ".join(sorted(rows["parameters"].unique())[:4])
         raise AnalysisError(f"several parameter sets match ({choices})",
                             fix="name the parameters that pick one")
-    return Cell(tuple(rows.sort_values("round")["value"].tolist()))
+    ordered = rows.sort_values("round")
+    return Cell(tuple(ordered["value"].tolist()), tuple(int(r) for r in ordered["round"]))
 
 
 def change(frame: pd.DataFrame, *, block: str, base: str, other: str, metric: str,
-           params: dict[str, Any] | None = None, min_rounds: int = 5) -> Change:
+           params: dict[str, Any] | None = None, rule: Rule = RANGES) -> Change:
     return Change(metric, cell(frame, block=block, label=base, metric=metric, params=params),
-                  cell(frame, block=block, label=other, metric=metric, params=params), min_rounds)
+                  cell(frame, block=block, label=other, metric=metric, params=params), rule)
 
 
 def fingerprint_differences(a: Manifest, b: Manifest) -> list[str]:

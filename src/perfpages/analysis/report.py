@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from perfpages.analysis import decision, noise, saturation
-from perfpages.analysis.decision import Cell, Change, false_positive_rate
+from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
 from perfpages.analysis.method import block_metrics, check_comparable, format_percent, format_range
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.text import fence, prose
@@ -50,7 +50,9 @@ def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
     data = frame[frame["kind"] == "measure"]
     out = {}
     for key, group in data.groupby(["block", "parameters", "label", "metric"], sort=False):
-        out[key] = Cell(tuple(group.sort_values("round")["value"].tolist()))
+        ordered = group.sort_values("round")
+        out[key] = Cell(tuple(ordered["value"].tolist()),
+                        tuple(int(r) for r in ordered["round"]))
     return out
 
 
@@ -98,7 +100,7 @@ def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table
 
 
 def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
-            min_rounds: int) -> list[tuple[str, str, str, Change]]:
+            rule: Rule) -> list[tuple[str, str, str, Change]]:
     cells = _cells(frame)
     measured = frame[frame["kind"] == "measure"]
     out = []
@@ -113,17 +115,17 @@ def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
                     b = cells.get((block, pkey, other, metric))
                     if a and b:
                         out.append((block, pkey, f"{other} vs {base}",
-                                    Change(metric, a, b, min_rounds)))
+                                    Change(metric, a, b, rule)))
     return out
 
 
-def noise_floor(run: Run, frame: pd.DataFrame, min_rounds: int) -> list[noise.Row]:
+def noise_floor(run: Run, frame: pd.DataFrame, rule: Rule) -> list[noise.Row]:
     """What each A/A pair measured: the differences this machine and method show between two
     identical builds, against which every other change is read."""
     pairs = noise.same_builds(run.manifest)
     if not pairs:
         return []  # the usual case: no second pass over the cells
-    return noise.rows(changes(run, frame, pairs, min_rounds))
+    return noise.rows(changes(run, frame, pairs, rule))
 
 
 def noise_line(row: noise.Row) -> str:
@@ -239,21 +241,22 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
             pairs = [compare]
         else:
             pairs = [(labels[0], other) for other in labels[1:]]
-    min_rounds = min_rounds or m.method.min_rounds
+    rule = Rule.of(m.method)
+    if min_rounds:
+        rule = replace(rule, min_rounds=min_rounds)
     if frame.empty or frame[frame["kind"] == "measure"].empty:
         raise AnalysisError(f"run {m.id} has no measurement windows", fix="archive a new run")
-    found = changes(run, frame, pairs, min_rounds)
+    found = changes(run, frame, pairs, rule)
     change_rows = [[block, pkey, metric_header(c.metric), pair, cell_text(c.base),
                     cell_text(c.other), format_percent(c.percent), c.verdict]
                    for block, pkey, pair, c in found]
     summary = [line for line, _ in summary_lines(found)]
-    rounds = m.method.rounds
     floors, knees = drift(run, frame), saturation.knees(frame)
     sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
     # An A/A pair's clear difference is the machine's noise, flagged in the noise floor: never a
     # loss that fails CI (with 3 rounds, 1 comparison in 10 would).
     twins = {f"{b} vs {a}" for a, b in noise.same_builds(m)} if not cross else set()
-    aa = noise_floor(run, frame, min_rounds) if not cross else []
+    aa = noise_floor(run, frame, rule) if not cross else []
     checks, shared = preflight.read(run.path), window_load(run)
     generator = generator_cpu(frame) if not cross else []
     busy = load_warnings(checks, shared) + [generator_line(x) for x in generator if x["busy"]]
@@ -263,10 +266,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     return {
         "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
         "started": m.started, "ended": m.ended, "labels": labels,
-        "method": (f"{rounds} interleaved rounds ({m.method.order}); a cell is the median of the "
-                   f"rounds with its min–max range; a change is clear only when the ranges do not "
-                   f"overlap, false-positive rate 2/C({2 * rounds},{rounds}) = "
-                   f"{false_positive_rate(rounds):.1%}; at least {min_rounds} rounds required"),
+        "method": method_text(m.method.rounds, m.method.order, rule),
         "tables": [t.to_json() for t in block_tables(run, frame, labels)],
         "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
                                 "change", "verdict"], "rows": change_rows, "summary": summary},
@@ -287,6 +287,18 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                    if c.clear and c.better is False and pair not in twins],
     }
+
+
+def method_text(rounds: int, order: str, rule: Rule) -> str:
+    """How the report states the method: the rule a run recorded, with its rounds."""
+    if rule.exact:
+        return (f"{rounds} interleaved rounds ({order}); a cell is the median of the windows "
+                f"with its min–max range; a change is decided by the {rule.text()}; expected "
+                f"false positives {rule.alpha:.0%} of the comparisons of identical builds")
+    return (f"{rounds} interleaved rounds ({order}); a cell is the median of the "
+            f"rounds with its min–max range; a change is clear only when the ranges do not "
+            f"overlap, false-positive rate 2/C({2 * rounds},{rounds}) = "
+            f"{false_positive_rate(rounds):.1%}; at least {rule.min_rounds} rounds required")
 
 
 SCOPE_WARNINGS = {"quick": "quick run: the suite's reduced sizes, not its full measurement",
@@ -315,7 +327,7 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
         if not c.enough_rounds:
             few.setdefault((block, pair), []).append(c)
     for (block, pair), group in few.items():
-        have = min(min(c.base.n, c.other.n) for c in group)
+        have = min(c.rounds for c in group)
         out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "
                    f"few rounds for a verdict ({have} < {group[0].min_rounds})")
     threshold = run.manifest.method.drift_threshold

@@ -18,7 +18,7 @@ from statistics import median
 from typing import Any
 
 from perfpages.analysis import decision, noise
-from perfpages.analysis.decision import Cell, Change
+from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import block_metrics, fingerprint_differences, format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.text import prose, table
@@ -67,7 +67,7 @@ def _change(c: Change) -> dict[str, Any]:
 def _pair(m: Manifest, cells: Mapping[Key, Cell], base: Key, other: str) -> Change | None:
     """The change `other` over `base` in one run, judged with that run's own min_rounds."""
     a, b = cells.get(base), cells.get((base[0], base[1], other, base[3]))
-    return Change(base[3], a, b, m.method.min_rounds) if a and b else None
+    return Change(base[3], a, b, Rule.of(m.method)) if a and b else None
 
 
 def _table_order(cells: Mapping[Key, Cell], m: Manifest,

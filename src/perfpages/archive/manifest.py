@@ -118,6 +118,9 @@ class Method:
     notes: str = ""
     # CPUs each part ran on ("subject", "postgres", "load"); a part not named ran anywhere
     placement: dict[str, list[int]] = field(default_factory=dict)
+    # Method v2: the exact rank test deciding changes, {"test": "wilcoxon"|"mann-whitney",
+    # "alpha": 0.01} (perfpages.analysis.decision.Rule); None: ranges apart (runs before v2)
+    rule: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.min_rounds < 1:
@@ -132,6 +135,8 @@ class Method:
             out["notes"] = self.notes
         if self.placement:
             out["placement"] = {k: list(v) for k, v in self.placement.items()}
+        if self.rule:
+            out["rule"] = dict(self.rule)
         return out
 
 

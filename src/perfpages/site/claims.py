@@ -78,7 +78,7 @@ class Conditions:
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change]]:
         pairs = self.pins.pairs(base, other, metric=metric, **filters)
-        return [(b, Change(metric, a.cell, b.cell, self.pins.min_rounds(a.run))) for a, b in pairs]
+        return [(b, Change(metric, a.cell, b.cell, self.pins.rule(a.run))) for a, b in pairs]
 
     def faster(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
                **filters: Any) -> Condition:
@@ -184,7 +184,7 @@ class Conditions:
                                     f"{len(cells)} along {x} ({cells[0].describe('parameters')})",
                                     fix=f"select series that vary {x} and hold {x}={text(value)}")
             top = at[0]
-            rivals = [Change(metric, f.cell, top.cell, self.pins.min_rounds(f.run))
+            rivals = [Change(metric, f.cell, top.cell, self.pins.rule(f.run))
                       for f in cells if f is not top]
             good = all(c.better is True and (c.clear or not clear) for c in rivals)
             ok &= good
@@ -264,7 +264,7 @@ class Conditions:
         for index, cells in enumerate(groups):
             if otava is None:
                 found = changepoints.clear_steps([(f.label, f.cell) for f in cells], metric,
-                                                 self.pins.min_rounds(alias))
+                                                 self.pins.rule(alias))
                 releases = [s.after for s in found]
                 text = ", ".join(f"{s.before}→{s.after} {format_percent(s.change.percent)}"
                                  for s in found)

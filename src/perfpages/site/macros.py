@@ -158,7 +158,7 @@ class Macros:
                 return "—"
         if a is None or b is None:
             return "—"
-        c = Change(a.metric, a.cell, b.cell, self.pins.min_rounds(a.run))
+        c = Change(a.metric, a.cell, b.cell, self.pins.rule(a.run))
         return escape.md(f"{format_percent(c.percent)} ({verdict(c)})")
 
     def figure(self, metric: str, *, unit: str | None = None, digits: int | None = None,
@@ -179,7 +179,7 @@ class Macros:
         the range across cells, with its verdict. `base` and `other` are labels or parameter
         values (`{"threads": 2}`)."""
         pairs = self.pins.pairs(base, other, metric=metric, **filters)
-        changes = [Change(metric, a.cell, b.cell, self.pins.min_rounds(a.run)) for a, b in pairs]
+        changes = [Change(metric, a.cell, b.cell, self.pins.rule(a.run)) for a, b in pairs]
         if absolute:
             factor, shown = scale(metric, unit)
             text = format_differences([c.difference * factor for c in changes], shown, digits)
@@ -281,7 +281,7 @@ def noise_rows(pins: Pins, alias: str, block: str | None, metric: str | None) ->
                         raise
                     continue  # a block that ran one label of the pair only
                 found += [(b, x.parameters, f"{other} vs {base}",
-                           Change(m, x.cell, y.cell, pins.min_rounds(alias))) for x, y in cells]
+                           Change(m, x.cell, y.cell, pins.rule(alias))) for x, y in cells]
     if not found:
         raise AnalysisError(f"no cells of run {alias!r} hold both labels of an A/A pair",
                             fix="check block= and metric= against `invoke bench.report`")

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis.decision import Cell
+from perfpages.analysis.decision import Cell, Rule
 from perfpages.analysis.method import check_comparable
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
@@ -175,7 +175,7 @@ class Pins:
         key = ("found", alias)
         if key not in loaded.memo:
             loaded.memo[key] = [Found(alias, r.block, r.parameters, r.label, r.metric, r.params,
-                                      Cell(r.values)) for r in loaded.cells]
+                                      Cell(r.values, r.rounds)) for r in loaded.cells]
         return loaded.memo[key]
 
     def _has(self, alias: str, name: str) -> None:
@@ -311,5 +311,6 @@ class Pins:
                                 fix="select a block whose cases set delay_ms")
         return [sorted(points, key=lambda p: p[0]) for points in series.values()]
 
-    def min_rounds(self, alias: str) -> int:
-        return self.runs[alias].manifest.method.min_rounds
+    def rule(self, alias: str) -> Rule:
+        """How the run's changes are decided (its recorded `method.rule`)."""
+        return Rule.of(self.runs[alias].manifest.method)

@@ -231,7 +231,7 @@ class Plots:
             marks[name] = [(step.after, f"clear step at {step.after}: "
                                         f"{format_percent(step.change.percent)}", "rule")
                            for step in clear_steps([(f.label, f.cell) for f in cells], metric,
-                                                   self.pins.min_rounds(alias))]
+                                                   self.pins.rule(alias))]
             marks[name] += [(release, f"E-divisive change point at {release}", "edivisive")
                             for release in by_otava]
         values = [v for s in series for p in s.points for v in (p.median, *p.rounds)]

@@ -90,7 +90,8 @@ def swapped(meta: Mapping[str, Any], original: str, second: str) -> dict[str, An
 
 
 def cells(loaded: Loaded) -> dict[analysis.Key, Cell]:
-    return {(r.block, r.parameters, r.label, r.metric): Cell(r.values) for r in loaded.cells}
+    return {(r.block, r.parameters, r.label, r.metric): Cell(r.values, r.rounds)
+            for r in loaded.cells}
 
 
 def compare(original: Loaded, second: Loaded) -> dict[str, Any]:

@@ -57,6 +57,7 @@ class Record:
     metric: str
     params: dict[str, Any]
     values: tuple[float, ...]
+    rounds: tuple[int, ...] = ()  # each value's round (pairing by round)
 
 
 @dataclass
@@ -84,8 +85,10 @@ def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
             ["block", "parameters", "label", "metric"], sort=False):
         first = group.iloc[0]
         params = {p: _plain(first[p]) for p in param_names if pd.notna(first[p])}
-        values = tuple(float(v) for v in group.sort_values("round")["value"])
-        out.append(Record(block, pkey, label, metric, params, values))
+        ordered = group.sort_values("round")
+        values = tuple(float(v) for v in ordered["value"])
+        out.append(Record(block, pkey, label, metric, params, values,
+                          tuple(int(r) for r in ordered["round"])))
     return out
 
 
@@ -147,7 +150,8 @@ def _read_cache(path: Path) -> tuple[list[Record], list[Record]] | None:
     read again and the cache rewritten: a cache is never a reason for a build to fail)."""
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
-        cells, floors = ([Record(**{**c, "values": tuple(c["values"])}) for c in saved[k]]
+        cells, floors = ([Record(**{**c, "values": tuple(c["values"]),
+                                    "rounds": tuple(c.get("rounds", ()))}) for c in saved[k]]
                          for k in ("cells", "floors"))
         return cells, floors
     except (OSError, ValueError, TypeError, KeyError):

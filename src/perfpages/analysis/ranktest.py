@@ -1,0 +1,157 @@
+"""Exact rank tests of a shift between two samples, as method v2 decides with them.
+
+scipy.stats computes every p-value: Wilcoxon's signed-rank test on paired values, Mann–Whitney's
+U test on unpaired ones, both exact and two-sided. The shift is the Hodges–Lehmann estimate (the
+median of the Walsh averages of the paired differences, or of all pairwise differences), and its
+exact interval is found by inverting the same scipy test: the shifts δ between consecutive
+candidate estimates at which the test of (other − δ) against base does not reject at α. Values
+that are all positive are compared as logarithms, so a shift is a ratio (shown in percent).
+`perfpages.analysis.decision` decides with these numbers; nothing here says "clear".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb, exp, inf, isfinite, log, nan, pi, sqrt
+from statistics import median
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Test:
+    """An exact test of other against base: its p-value, the Hodges–Lehmann shift and its
+    exact interval (in percent of base), how many values it rests on, and the smallest p-value
+    its sizes allow."""
+
+    p: float
+    shift_pct: float
+    low_pct: float
+    high_pct: float
+    n: int  # pairs (paired) or the smaller side
+    min_p: float
+
+
+def min_p(n: int, m: int, *, paired: bool) -> float:
+    """The smallest two-sided p-value an exact test can give: 2/2^n paired, 2/C(n+m, n)
+    unpaired (Mann–Whitney at 3 vs 3 can never go below 0.10)."""
+    if min(n, m) == 0:
+        return 1.0
+    return 2.0 / 2 ** n if paired else 2.0 / comb(n + m, n)
+
+
+def _scaled(base: list[float], other: list[float]) -> tuple[Any, Any, bool]:
+    import numpy as np
+
+    logged = all(v > 0 for v in base + other)
+    f = log if logged else float
+    return (np.asarray([f(v) for v in base], dtype=float),
+            np.asarray([f(v) for v in other], dtype=float), logged)
+
+
+def shift_test(base: list[float], other: list[float], *, paired: bool, alpha: float) -> Test:
+    """The exact test, shift and interval of `other` against `base` (paired: same length,
+    element by element)."""
+    import numpy as np  # scipy and numpy load only where a method v2 run is decided
+    from scipy import stats
+
+    x, y, logged = _scaled(base, other)
+    n = len(x) if paired else min(len(x), len(y))
+    if n == 0:
+        return Test(1.0, nan, nan, nan, 0, 1.0)
+    if paired:
+        d = y - x
+        cand = np.sort(((d[:, None] + d[None, :]) / 2)[np.triu_indices(len(d))])
+
+        def pvalues(deltas: Any) -> Any:
+            shifted = d[None, :] - deltas[:, None]
+            out = np.ones(len(deltas))
+            live = np.any(shifted != 0, axis=1)  # all zero: no difference at all, p = 1
+            if live.any():
+                out[live] = stats.wilcoxon(shifted[live], method="exact", axis=1).pvalue
+            return out
+    else:
+        cand = np.sort((y[:, None] - x[None, :]).ravel())
+
+        def pvalues(deltas: Any) -> Any:
+            return stats.mannwhitneyu(y[None, :] - deltas[:, None], x[None, :],
+                                      method="exact", axis=1).pvalue
+
+    p0 = float(pvalues(np.zeros(1))[0])
+    gaps = np.concatenate([[cand[0] - 1], (cand[1:] + cand[:-1]) / 2, [cand[-1] + 1]])
+    keep = np.flatnonzero(pvalues(gaps) >= alpha)
+    shift = float(np.median(cand))
+    # Gap i lies between cand[i-1] and cand[i]: accepted gaps i..j span cand[i-1]..cand[j].
+    lo = float(cand[max(keep[0] - 1, 0)]) if len(keep) else shift
+    hi = float(cand[min(keep[-1], len(cand) - 1)]) if len(keep) else shift
+    middle = float(np.median(x))
+
+    def pct(v: float) -> float:
+        if logged:
+            return (exp(v) - 1) * 100
+        return v / middle * 100 if middle else (0.0 if v == 0 else nan)
+
+    return Test(p0, pct(shift), pct(lo), pct(hi), n,
+                min_p(len(x), len(y), paired=paired))
+
+
+def robust_sd(values: list[float]) -> float:
+    """1.4826 × the median absolute deviation: the standard deviation of normal data, not
+    moved by a busy window or two."""
+    if len(values) < 2:
+        return 0.0
+    mid = median(values)
+    return 1.4826 * median(abs(v - mid) for v in values)
+
+
+def noise(values: list[float]) -> float:
+    """The relative window-to-window noise of one sample: the robust standard deviation of its
+    logarithms (about the spread of one window as a fraction); relative to the median when a
+    value is not positive."""
+    if values and all(v > 0 for v in values):
+        return robust_sd([log(v) for v in values])
+    mid = median(values) if values else 0.0
+    sd = robust_sd(values)
+    return sd / abs(mid) if mid else (0.0 if sd == 0 else inf)
+
+
+# Rank tests on normal data are as efficient as the t-test in the ratio 3/π (their asymptotic
+# relative efficiency): the normal approximation of the t-test's resolution (Noether's) is
+# widened by 1/sqrt of it.
+EFFICIENCY = 3 / pi
+
+
+def resolution(base: list[float], other: list[float], *, paired: bool, alpha: float,
+               power: float) -> float:
+    """The smallest shift, in percent, that the exact test would detect with `power` at
+    two-sided `alpha`, from the comparison's own noise (paired: of its round-by-round
+    differences; unpaired: of each side); inf where its sizes cannot reach α."""
+    from scipy.stats import norm
+
+    if min_p(len(base), len(other), paired=paired) >= alpha:
+        return inf
+    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    logged = all(v > 0 for v in base + other)
+    if paired:
+        d = [(log(b) - log(a)) if logged else (b - a) for a, b in zip(base, other, strict=True)]
+        sd = robust_sd(d)
+        if not logged:
+            mid = median(base)
+            sd = sd / abs(mid) if mid else (0.0 if sd == 0 else inf)
+        width = z * sd / sqrt(len(d) * EFFICIENCY)
+    else:
+        sd = sqrt((noise(base) ** 2 + noise(other) ** 2) / 2)
+        width = z * sd * sqrt((1 / len(base) + 1 / len(other)) / EFFICIENCY)
+    if not isfinite(width):
+        return inf
+    return (exp(width) - 1) * 100 if logged else width * 100
+
+
+def holm(pvalues: list[float], alpha: float) -> list[bool]:
+    """Holm's step-down correction over a family: which p-values stay below α."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    keep = [False] * len(pvalues)
+    for rank, i in enumerate(order):
+        if pvalues[i] >= alpha / (len(pvalues) - rank):
+            break
+        keep[i] = True
+    return keep
