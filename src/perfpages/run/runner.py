@@ -238,7 +238,6 @@ class Runner:
 
     def manifest(self, suite: Suite, server: Server, builds: dict[str, Build]) -> Manifest:
         o = self.opts
-        assert suite.rounds and suite.order and suite.warmup_s is not None and suite.window_s
         method = o.method or Method(
             rounds=o.rounds or suite.rounds, order=suite.order, seed=o.seed,
             warmup_s=suite.warmup_s, window_s=suite.window_s, min_rounds=suite.min_rounds,
