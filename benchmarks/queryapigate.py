@@ -28,6 +28,14 @@ environment can never flip them):
 So 0.43.0 vs 0.42.0 is the release as shipped (one more line per call), 0.43.0-noaccess vs
 0.42.0 the code at equal logging, 0.43.0-quiet vs 0.43.0 what the logging costs, and
 0.43.0-again vs 0.43.0 the run's noise floor (`bench report` finds the pair: same build).
+
+Method v2 (`rule="wilcoxon"`): 20 rounds of 2 s per call after a 1 s settle, the labels in a
+fresh random order every round, each label's subject started once per block and kept up, busy
+windows measured again after their block, changes decided by the Wilcoxon signed-rank test
+paired by round at 1 %. Blocks whose cells need more requests per window keep fewer, longer
+ones (load: 10 rounds of 4 s; network: 10 rounds of 3 s; threads: 10 rounds); the cold path
+keeps its one 80 s round and the profile one round of 8 s. Quick sizes: 2 rounds of 2 s, a
+smoke test.
 """
 
 from __future__ import annotations
@@ -205,7 +213,6 @@ def labels() -> tuple[LabelSpec, ...]:
 
 def suite(quick: bool) -> Suite:
     rows = 100_000 if quick else 1_000_000
-    window = 2.0 if quick else 8.0
     # The reference's once-a-minute spike (0.42.0's governed key, at t = 61 s) needs > 61 s.
     cold_s = 5.0 if quick else 80.0
     calls = ("lookup-plain", "lookup-governed", "page", "write")
@@ -246,12 +253,14 @@ def suite(quick: bool) -> Suite:
             title="Latency against offered load: what the log lines cost in the tail",
             description="open loop at a share of the capacity measured in the same turn "
                         "(32 callers, plain lookup); latency from the intended start",
-            metrics=("p50", "p99", "p99.9", "achieved_rate"), labels=("0.43.0", "0.43.0-quiet")),
+            metrics=("p50", "p99", "p99.9", "achieved_rate"), labels=("0.43.0", "0.43.0-quiet"),
+            # tails (p99.9) need requests: fewer, longer windows
+            rounds=None if quick else 10, window_s=None if quick else 4.0),
         HttpBlockSpec("threads", tuple(
             HttpCase({"threads": n, "callers": 32}, closed("lookup-plain", 32, rows).load,
                      env={"QUERYAPIGATE_THREADS": str(n)}) for n in (1, 2, 4, 8)),
             title="Threads per worker (0.43.0 as shipped, plain lookup, 32 callers)",
-            metrics=("throughput", "p99"), labels=("0.43.0",)),
+            metrics=("throughput", "p99"), labels=("0.43.0",), rounds=None if quick else 10),
         HttpBlockSpec("cold-path", (cold("lookup-governed"), cold("lookup-plain")),
                       title=f"The cold path ({cold_s:g} s at 8 callers, every request kept)",
                       description="one window per key from the subject's start: the first "
@@ -266,23 +275,27 @@ def suite(quick: bool) -> Suite:
                                   "the data both behind the delay",
                       metrics=("p50", "throughput", "round_trips", "statements"),
                       labels=("0.42.0", "0.43.0", "0.43.0+cache"),
-                      window_s=None if quick else 4.0),
+                      rounds=None if quick else 10, window_s=None if quick else 3.0),
         HttpBlockSpec("profile", (closed("lookup-plain", 32, rows),),
                       title="Where the CPU goes (py-spy attached, one round)",
                       labels=("0.42.0", "0.43.0", "0.43.0-noaccess", "0.43.0-quiet",
                               "0.43.0+cache"), rounds=1, flamegraph=True,
-                      flame_rules=FLAME_RULES),
+                      flame_rules=FLAME_RULES, window_s=None if quick else 8.0),
     )
     size = f"{rows:,} accounts"
+    # Method v2: 20 rounds of 2 s per call after a 1 s settle, a fresh order every round, each
+    # label's subject up for the whole block (the rule's design); quick sizes: 2 rounds, a
+    # smoke test whose verdicts say "too few rounds".
     return Suite(
         name="queryapigate",
         title=("QueryAPIGate 0.42.0 vs 0.43.0 on PostgreSQL, one worker, logging as shipped "
                "and off (" + size +
-               (", quick sizes: 2 rounds of 2 s windows)" if quick else ", 8 s windows)")),
+               (", quick sizes: 2 rounds of 2 s windows)" if quick
+                else ", 20 rounds of 2 s windows)")),
         labels=labels(), blocks=blocks,
         dataset=DataSet("pgbench-tables", rows=rows, load=load_pgbench_tables, seed=0),
         service=Service(spec=spec, prepare=prepare),
-        rounds=2 if quick else 5, warmup_s=1.0 if quick else 3.0, window_s=window,
+        rule="wilcoxon", rounds=2 if quick else None,
         floor_s=2.0 if quick else 4.0, min_rounds=2 if quick else 5,
         scope="quick" if quick else "full",
         notes=NOTES,

@@ -146,7 +146,7 @@ def window_load(run: Run) -> list[dict[str, Any]]:
                 "block": w.block, "label": w.label, "windows": 0, "busy": 0,
                 "others_max": 0.0, "steal_max": 0.0})
             entry["windows"] += 1
-            entry["busy"] += bool(preflight.reasons(w.machine))
+            entry["busy"] += preflight.busy(w.machine)
             entry["others_max"] = max(entry["others_max"], w.machine.get("others_pct", 0.0))
             entry["steal_max"] = max(entry["steal_max"], w.machine.get("steal_pct", 0.0))
     return list(out.values())

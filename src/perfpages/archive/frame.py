@@ -50,11 +50,26 @@ def round_metrics(windows: list[Window]) -> dict[str, float]:
     return out
 
 
+def counted(windows: Iterable[Window]) -> list[Window]:
+    """The windows the analysis counts: of each cell (kind, block, label, round, parameters),
+    only its last attempt. Method v2 measures a cell again at the end of its block when the
+    machine was busy during it (`Window.attempt` 2); the re-measure replaces the original even
+    when it was busy too, and the original stays archived. Every table, report, page, chart and
+    claim reads cells through here, so they all count the same windows."""
+    windows = list(windows)
+    last: dict[tuple[Any, ...], int] = {}
+    for w in windows:
+        cell = (w.kind, w.block, w.label, w.round, params_key(w.params))
+        last[cell] = max(last.get(cell, 1), w.attempt)
+    return [w for w in windows
+            if w.attempt == last[(w.kind, w.block, w.label, w.round, params_key(w.params))]]
+
+
 def rows(run: Run, kinds: Iterable[str] = ("measure", "floor")) -> list[dict[str, Any]]:
     groups: dict[tuple[Any, ...], list[Window]] = defaultdict(list)
     params: dict[tuple[Any, ...], dict[str, Any]] = {}
     wanted = set(kinds)
-    for w in run.windows:
+    for w in counted(run.windows):
         if w.kind in wanted:
             key = (w.kind, w.block, w.label, w.round, params_key(w.params))
             groups[key].append(w)

@@ -46,6 +46,11 @@ def reasons(figures: dict[str, Any], processes: list[dict[str, Any]] | None = No
     return out
 
 
+def busy(figures: dict[str, Any] | None) -> bool:
+    """Whether a window's machine figures call it busy (None: not recorded, not busy)."""
+    return figures is not None and bool(reasons(figures))
+
+
 def read(run_dir: Path) -> list[dict[str, Any]]:
     """The run's preflights, in order ([] for runs that predate them). A line the schema
     refuses is an error naming the file and line, as for results.jsonl."""

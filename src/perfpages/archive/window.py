@@ -51,11 +51,15 @@ class Window:
     metrics: dict[str, float | None] = field(default_factory=dict)
     # What the whole machine did meanwhile (archive/preflight.py): busy, others, steal, load1.
     machine: dict[str, float] | None = None
+    # 2: the case measured again at the end of its block because the machine was busy during
+    # its first attempt (method v2); the analysis counts it instead (archive/frame.counted).
+    attempt: int = 1
 
     @property
-    def key(self) -> tuple[str, str, int, str, str, int]:
+    def key(self) -> tuple[str, str, int, str, str, int, int]:
         """Identity inside a run: two windows with the same key are duplicates."""
-        return (self.kind, self.block, self.round, self.label, params_key(self.params), self.window)
+        return (self.kind, self.block, self.round, self.label, params_key(self.params),
+                self.window, self.attempt)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -85,6 +89,8 @@ class Window:
             out["metrics"] = {k: _finite(v) for k, v in self.metrics.items()}
         if self.machine is not None:
             out["machine"] = dict(self.machine)
+        if self.attempt != 1:  # absent: the first (and, before method v2, the only) attempt
+            out["attempt"] = self.attempt
         return out
 
     @classmethod
@@ -100,7 +106,8 @@ class Window:
                    error=data.get("error"), requests=data.get("requests"),
                    codes=data.get("codes", {}), errors=data.get("errors", 0),
                    throughput=data.get("throughput"), latency=latency,
-                   metrics=data.get("metrics", {}), machine=data.get("machine"))
+                   metrics=data.get("metrics", {}), machine=data.get("machine"),
+                   attempt=data.get("attempt", 1))
 
 
 def _finite(value: float | None) -> float | None:

@@ -128,9 +128,19 @@ class BlockDriver(Protocol):
         """A floor of the driver's own beside the pgbench floor (or nothing)."""
         ...
 
+    def open_block(self, suite: Suite, block: Any, method: Method, builds: list[Build]) -> None:
+        """Before the block's first round (`builds`: the labels it runs)."""
+        ...
+
     def turn(self, suite: Suite, block: Any, rnd: int, b: Build, writer: ArchiveWriter,
-             method: Method, totals: collect.Totals, step: Step) -> None:
-        """One label's turn in one round: warm-up and measure windows, archived."""
+             method: Method, totals: collect.Totals, step: Step,
+             only: frozenset[str] | None = None, attempt: int = 1) -> None:
+        """One label's turn in one round: warm-up and measure windows, archived. `only`: just
+        these parameter sets (`params_key`); `attempt` 2: measured again (busy the first time)."""
+        ...
+
+    def close_block(self) -> None:
+        """After the block's last turn, and on any way out of it: stop what it kept running."""
         ...
 
     def plans(self, block: Any) -> dict[str, str]:

@@ -1,9 +1,15 @@
 """HTTP blocks of `bench run`: the subject service per label, warmed up, driven case by case.
 
-A turn (one label in one round) starts the subject once per group of cases with the same
-environment, warms it up with the group's first load (archived as `warmup`), then runs each
-case's load and archives its 1 s windows. A case whose load fails, or whose subject would not
-start, is archived as a failed window; a subject that dies mid-window shows up as errors.
+A turn (one label in one round) needs the label's subject once per group of cases with the same
+environment; it warms it up (or, kept up, lets it settle) with the group's first load (archived
+as `warmup`), then runs each case's load and archives its 1 s windows. Method v1 runs (no
+`method.rule`) start the subject for every turn and stop it after. Method v2 runs keep each
+label's subjects up from their first turn to the end of the block, so a round costs seconds and
+its windows sit back to back, unless the block's labels need different PostgreSQL settings or
+binaries (starting one label's server would restart the server the others are connected to):
+such a block restarts per turn, as run.json's notes say. A case whose load fails, or whose
+subject would not start, is archived as a failed window; a subject that dies mid-window shows up
+as errors, and is started again for the next case.
 """
 
 from __future__ import annotations
@@ -43,6 +49,17 @@ def case_seconds(block: HttpBlockSpec, method: Method) -> float:
     return groups * method.warmup_s + len(block.cases) * window
 
 
+def restart_reason(builds: list[Build]) -> str:
+    """Why a block's subjects cannot stay up side by side ("" when they can): one PostgreSQL
+    server runs at a time, restarted whenever a label needs other settings, and a subject
+    connected to it would lose its connections (and its port: a restart takes a new one)."""
+    if len({b.pg_bin for b in builds}) > 1:
+        return "its labels run on different PostgreSQL binaries"
+    if len({json.dumps(b.label.pg_settings, sort_keys=True, default=str) for b in builds}) > 1:
+        return "its labels set different pg_settings (PostgreSQL restarts between them)"
+    return ""
+
+
 def _groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
     out: dict[str, list[HttpCase]] = {}
     for case in cases:
@@ -60,6 +77,9 @@ class HttpBlocks:
         # may name it, so a label moving between the server and the delay proxy is prepared again
         self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
+        self.warm = False  # this block keeps its subjects up across its rounds
+        # (label, env, delayed) -> its subject kept up, and the server it is connected to
+        self.running: dict[tuple[str, str, bool], tuple[Service, Server]] = {}
 
     @property
     def workdir(self) -> Path:
@@ -68,7 +88,20 @@ class HttpBlocks:
             self.session.clusters.owned.add(self._workdir)  # reaped if the run is killed
         return self._workdir
 
+    def open_block(self, suite: Suite, block: HttpBlockSpec, method: Method,
+                   builds: list[Build]) -> None:
+        """Before a block's first round: method v2 keeps its subjects up if it can."""
+        self.close_block()
+        self.warm = method.rule is not None and not restart_reason(builds)
+
+    def close_block(self) -> None:
+        """After a block, and on the way out whatever happened: every subject kept is stopped."""
+        running, self.running, self.warm = self.running, {}, False
+        for service, _ in running.values():
+            service.stop()
+
     def close(self) -> None:
+        self.close_block()
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -141,38 +174,63 @@ class HttpBlocks:
             if w.kind == "measure":
                 self.session.append(writer, replace(w, kind="floor"))
 
+    def _subject(self, suite: Suite, b: Build, env: dict[str, str], log: Path,
+                 delayed: bool, fresh: bool = False) -> tuple[Service, Server]:
+        """The label's subject for a group of cases, started (or still up from a former turn
+        of a block that keeps it, unless `fresh`)."""
+        key = (b.label.name, json.dumps(env, sort_keys=True), delayed)
+        kept = self.running.pop(key, None)
+        if kept is not None:
+            if kept[0].alive() and not fresh:
+                self.running[key] = kept
+                return kept
+            kept[0].stop()  # died since (its last windows' errors say so), or not wanted
+        service, server = self._service(suite, b, env, log, delayed)
+        service.start()
+        if self.warm:
+            self.running[key] = (service, server)
+        return service, server
+
     def turn(self, suite: Suite, block: HttpBlockSpec, rnd: int, b: Build,
              writer: ArchiveWriter, method: Method, totals: collect.Totals,
-             step: Step) -> None:
+             step: Step, only: frozenset[str] | None = None, attempt: int = 1) -> None:
         name = b.label.name
         window_s = block.window_s or method.window_s
 
-        def archived(case: HttpCase) -> bool:
-            return writer.has(Window(block.name, name, rnd, case.params, "", 0).key)
+        def wanted(case: HttpCase) -> bool:
+            """To be measured now: asked for (`only`: these parameter sets) and not archived."""
+            if only is not None and params_key(case.params) not in only:
+                return False
+            return not writer.has(Window(block.name, name, rnd, case.params, "", 0,
+                                         attempt=attempt).key)
 
         base = f"diagnostics/{block.name}/{slug(name)}"
         for group in _groups(block.cases):
-            if all(archived(c) for c in group):
+            if not any(wanted(c) for c in group):
                 step(f"{block.name} r{rnd} {name}: archived", window_s * len(group))
                 continue
             log = writer.run_dir / base / "server.log"
             start = utc_now()
             delayed = any(c.delay_ms is not None for c in group)
             try:
-                service, server = self._service(suite, b, group[0].env, log, delayed)
-                service.start()
+                # A one-round block measures from the subject's start (the cold path): measured
+                # again, it starts it again.
+                fresh = attempt > 1 and self.scope(block, method, [])[0] == 1
+                service, server = self._subject(suite, b, group[0].env, log, delayed, fresh)
             except PerfpagesError as exc:
                 for case in group:
-                    if not archived(case):
-                        self._failed(writer, block, name, rnd, case, start, str(exc))
+                    if wanted(case):
+                        self._failed(writer, block, name, rnd, case, start, str(exc), attempt)
                 step(f"{block.name} r{rnd} {name}: subject failed", window_s * len(group))
                 continue
             try:
                 before = self.session.snapshot(server, suite)
                 capacity: float | None = None
+                settled = False  # the group's first load runs the warm-up (the settle)
                 for index, case in enumerate(group):
-                    later = any(not archived(c) for c in group[index + 1:])
-                    if archived(case) and not (case.capacity and later):
+                    later = any(wanted(c) for c in group[index + 1:])
+                    record = wanted(case)
+                    if not record and not (case.capacity and later):
                         step(f"{block.name} r{rnd} {name}: archived", window_s)
                         continue
                     if not service.alive():  # it died in the last case (its errors say so)
@@ -181,32 +239,37 @@ class HttpBlocks:
                             service.start()
                         except PerfpagesError as exc:
                             for rest in group[index:]:
-                                if not archived(rest):
+                                if wanted(rest):
                                     self._failed(writer, block, name, rnd, rest, utc_now(),
-                                                 str(exc))
+                                                 str(exc), attempt)
                             break
                     seed = zlib.crc32(f"{rnd}/{name}/{params_key(case.params)}".encode())
-                    turn = HttpTurn(service.url, window_s,
-                                    method.warmup_s if index == 0 else 0.0, seed=seed & 0xFFFF,
-                                    capacity=capacity)
+                    turn = HttpTurn(service.url, window_s, 0.0 if settled else method.warmup_s,
+                                    seed=seed & 0xFFFF, capacity=capacity)
+                    settled = True
                     network = self.session.crossing(server) if delayed else None
                     result = self._run_case(writer, block, b, rnd, case, turn, service,
-                                            record=not archived(case),
-                                            profile=block.flamegraph and rnd == 1 and index == 0,
+                                            record=record, attempt=attempt,
+                                            profile=block.flamegraph and rnd == 1
+                                            and index == 0 and attempt == 1,
                                             network=network)
                     if case.capacity and result is not None:
                         capacity = result.throughput
                     step(f"{block.name} r{rnd} {name} {params_key(case.params)}", window_s)
-                after = self.session.snapshot(server, suite, settle=True)
+                # A subject kept up keeps its connections: waiting for them to end would wait
+                # out the timeout (pg_stat_statements counts at once; the rest within a second).
+                after = self.session.snapshot(server, suite, settle=not self.warm)
                 if before and after:
                     totals.add(before, after)
             finally:
-                service.stop()
+                if not self.warm:
+                    service.stop()
 
     def _failed(self, writer: ArchiveWriter, block: HttpBlockSpec, label: str, rnd: int,
-                case: HttpCase, start: str, error: str) -> None:
+                case: HttpCase, start: str, error: str, attempt: int = 1) -> None:
         self.session.append(writer, Window(block.name, label, rnd, dict(case.params), start, 0.0,
-                                           status="failed", error=error[:300], errors=1))
+                                           status="failed", error=error[:300], errors=1,
+                                           attempt=attempt))
 
     def _engine(self, block: HttpBlockSpec, load: Load) -> loadgen.LoadResult:
         """The block's engine runs the case's load (the floors always use perfpages' own)."""
@@ -235,7 +298,8 @@ class HttpBlocks:
 
     def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
                   case: HttpCase, turn: HttpTurn, service: Service, record: bool,
-                  profile: bool, network: Crossing | None = None) -> loadgen.LoadResult | None:
+                  profile: bool, network: Crossing | None = None,
+                  attempt: int = 1) -> loadgen.LoadResult | None:
         name = b.label.name
         start = utc_now()
         extra: dict[str, float | None] = {}
@@ -255,15 +319,16 @@ class HttpBlocks:
                                     + (result.warmup.requests if result.warmup else 0))
         except PerfpagesError as exc:
             if record:
-                self._failed(writer, block, name, rnd, case, start, str(exc))
+                self._failed(writer, block, name, rnd, case, start, str(exc), attempt)
             return None
         if not record:
             return result
         for w in result.to_windows(block.name, name, rnd, case.params):
             if extra and w.kind == "measure":
                 w = replace(w, metrics={**w.metrics, **extra})
-            self.session.append(writer, w)
-        base = f"{block.name}/{slug(name)}/r{rnd}-{slug(params_key(case.params))}"
+            self.session.append(writer, replace(w, attempt=attempt))
+        again = f"-attempt{attempt}" if attempt != 1 else ""
+        base = f"{block.name}/{slug(name)}/r{rnd}-{slug(params_key(case.params))}{again}"
         if case.samples:
             writer.write_file(f"samples/{base}.csv", result.samples_csv())
             writer.write_file(f"diagnostics/{base}-cold-path.json",

@@ -1,9 +1,12 @@
 """`bench run`: a suite's blocks × rounds × labels, interleaved, archived window by window.
 
-Every round runs every label, in an order that rotates (or is shuffled with the recorded seed).
-Each label's turn starts with a warm-up window (archived as `warmup`, never analysed), then one
-window per client count. A floor (pgbench select-only, one client, straight to PostgreSQL) runs
-before and after each block. A failed window is archived as failed; a cell none of whose
+Every round runs every label, in an order that rotates (or is shuffled with the recorded seed:
+method v2's default, a fresh order every round). Each label's turn starts with a warm-up window
+(archived as `warmup`, never analysed), then one window per client count. A floor (pgbench
+select-only, one client, straight to PostgreSQL) runs before and after each block. Under an exact
+rule (method v2, `method.rule`), every (label, round) whose measured windows ran on a busy
+machine is measured again after the block's last round (`Window.attempt` 2, counted instead:
+`archive.frame.counted`). A failed window is archived as failed; a cell none of whose
 windows succeeded makes the run `failed`. Ctrl-C leaves a `partial` run that `--resume`
 completes; servers are stopped whatever happens, and a second Ctrl-C waits for the teardown.
 """
@@ -13,10 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import random
-import signal
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from perfpages.archive import preflight
 from perfpages.archive.manifest import Block, Manifest, Method, Pin
 from perfpages.archive.reader import failure, read_manifest, resolve
 from perfpages.archive.secrets import (
@@ -40,16 +41,16 @@ from perfpages.archive.secrets import (
     redact_command,
     secret_names,
 )
-from perfpages.archive.window import Window
+from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.locust import engine_text
-from perfpages.run import collect, machine, sqlblock
+from perfpages.run import collect, machine, signals, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters, reap
-from perfpages.run.httpblock import HttpBlocks
+from perfpages.run.httpblock import HttpBlocks, restart_reason
 from perfpages.run.overrides import override
 from perfpages.run.postgres import Server
 from perfpages.run.sqlblock import PgbenchBlocks
@@ -89,61 +90,6 @@ def run_slug(scope: str, blocks: list[str] | None) -> str:
 def _interrupted(run_id: str, suite: str) -> Interrupted:
     return Interrupted(f"interrupted: run {run_id} is partial", key="bench.run", fix=f"complete "
                        f"it with `invoke bench.run --suite {suite} --resume {run_id}`")
-
-
-_pending: list[int] = []  # signals received whose KeyboardInterrupt may have been swallowed
-
-
-def _check_interrupt() -> None:
-    """Raise the KeyboardInterrupt a signal asked for if Python swallowed it: raised inside an
-    at-fork hook (every subprocess start runs logging's) it is only printed as "ignored", and
-    the run would go on to complete."""
-    if _pending:
-        raise KeyboardInterrupt
-
-
-def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
-    if unraisable.exc_type is not KeyboardInterrupt:  # that one _check_interrupt re-raises
-        sys.__unraisablehook__(unraisable)
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM takes the same path as Ctrl-C: windows kept, servers stopped."""
-    def handler(signum: int, frame: object) -> None:
-        _pending.append(signum)
-        raise KeyboardInterrupt
-    _pending.clear()
-    try:
-        previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:  # not the main thread
-        yield
-        return
-    hook, sys.unraisablehook = sys.unraisablehook, _quiet_unraisable
-    try:
-        yield
-    finally:
-        sys.unraisablehook = hook
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-@contextmanager
-def _deferred_signals() -> Iterator[list[int]]:
-    """Ctrl-C and SIGTERM wait (noted, not raised) while a run is finished or torn down: a
-    second Ctrl-C must not leave a server or a cluster directory behind."""
-    caught: list[int] = []
-    try:
-        previous = {s: signal.signal(s, lambda n, _: caught.append(n))
-                    for s in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:  # not the main thread
-        yield caught
-        return
-    try:
-        yield caught
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 class Runner:
@@ -210,12 +156,12 @@ class Runner:
             v for x in suite.labels for k, v in x.env.items() if k in secret_names(x.env)])
         reap()  # what runs killed without a teardown left: their servers and directories
         interrupted = False
-        with _sigterm_as_interrupt():
+        with signals.sigterm_as_interrupt():
             try:
                 self.archive(suite, recorded)
             except KeyboardInterrupt:
                 interrupted = True
-                _pending.clear()
+                signals.pending.clear()
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
@@ -248,10 +194,10 @@ class Runner:
             for name, log in self.clusters.logs().items():
                 writer.write_file(f"diagnostics/postgresql-{name}.log", log)
         except BaseException:
-            with _deferred_signals():
+            with signals.deferred_signals():
                 writer.abandon()  # partial, resumable
             raise
-        with _deferred_signals():
+        with signals.deferred_signals():
             try:
                 writer.finish("failed" if failure(writer.windows) else "complete")
             except BaseException:
@@ -260,7 +206,7 @@ class Runner:
 
     def teardown(self) -> bool:
         """Stop and remove everything the run started; True when a signal came meanwhile."""
-        with _deferred_signals() as caught:
+        with signals.deferred_signals() as caught:
             for driver in self.drivers.values():
                 driver.close()
             self.session.close()
@@ -295,7 +241,8 @@ class Runner:
         method = o.method or Method(
             rounds=o.rounds or suite.rounds, order=suite.order, seed=o.seed,
             warmup_s=suite.warmup_s, window_s=suite.window_s, min_rounds=suite.min_rounds,
-            drift_threshold=suite.drift_threshold, placement=suite.placement.to_json())
+            drift_threshold=suite.drift_threshold, placement=suite.placement.to_json(),
+            rule=suite.rule_json)
         if o.method is None:
             # The rounds the chosen blocks run: a one-round block chosen alone is a one-round
             # run, not a run that stopped after its first round.
@@ -315,6 +262,14 @@ class Runner:
                  f"select-only, 1 client, {floor_windows(suite.floor_s)} one-second windows after "
                  f"1 s of warm-up, on the first label's server before and after each block; "
                  f"server: {where}")
+        if method.rule is not None:  # method v2 keeps subjects up, where the server allows
+            for b in suite.blocks:
+                if isinstance(b, HttpBlockSpec):
+                    names = self.driver(b).scope(b, method, list(builds))[1]
+                    reason = restart_reason([builds[n] for n in names])
+                    if reason:
+                        notes += (f"; block {b.name}: subjects restarted every turn, not kept "
+                                  f"up: {reason}")
         return Manifest(
             id=new_run_id(o.results, suite.name, run_slug(suite.scope, o.blocks)),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
@@ -361,7 +316,7 @@ class Runner:
             task = progress.add_task(writer.manifest.id, total=total)
 
             def step(text: str, seconds: float) -> None:
-                _check_interrupt()
+                signals.check_interrupt()
                 progress.update(task, description=text)
                 progress.advance(task, seconds)
 
@@ -379,9 +334,20 @@ class Runner:
         driver.floor(suite, block, "before", builds[labels[0]], writer)
         step(f"{block.name}: floor before", floor_windows(suite.floor_s))
         totals = {name: collect.Totals() for name in labels}
-        for rnd in range(1, rounds + 1):
-            for name in self.order(labels, method, index, rnd):
-                driver.turn(suite, block, rnd, builds[name], writer, method, totals[name], step)
+        driver.open_block(suite, block, method, [builds[n] for n in labels])
+        try:
+            for rnd in range(1, rounds + 1):
+                for name in self.order(labels, method, index, rnd):
+                    driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
+                                step)
+            if method.rule is not None:
+                for rnd, name, cells in self.busy(block.name, labels, method, index, writer):
+                    # beyond the estimate: the bar only says what runs
+                    driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
+                                lambda text, _: step(f"{text} (again: busy)", 0),
+                                only=cells, attempt=2)
+        finally:
+            driver.close_block()
         # The label still running first and the floor's label last: fewest restarts.
         last = self.order(labels, method, index, rounds)[-1]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
@@ -389,6 +355,23 @@ class Runner:
         driver.floor(suite, block, "after", builds[labels[0]], writer)
         sqlblock.floor(self.session, suite, block.name, "after", first, writer)
         step(f"{block.name}: floor after", floor_windows(suite.floor_s))
+
+    def busy(self, block: str, labels: list[str], method: Method, index: int,
+             writer: ArchiveWriter) -> list[tuple[int, str, frozenset[str]]]:
+        """(round, label, parameter sets) whose measured windows in `block` the machine made
+        busy (`archive.preflight.busy`: others' CPU or steal above the preflight's thresholds),
+        in the order they ran: each is measured once more, busy or not the second time."""
+        found: dict[tuple[int, str], set[str]] = {}
+        for w in writer.windows:
+            if (w.kind == "measure" and w.block == block and w.attempt == 1
+                    and w.status == "ok" and preflight.busy(w.machine)):
+                found.setdefault((w.round, w.label), set()).add(params_key(w.params))
+        out = []
+        for rnd in sorted({r for r, _ in found}):
+            for name in self.order(labels, method, index, rnd):
+                if (rnd, name) in found:
+                    out.append((rnd, name, frozenset(found[(rnd, name)])))
+        return out
 
     def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, queries: dict[str, str],
                 b: Build, writer: ArchiveWriter, totals: collect.Totals) -> None:

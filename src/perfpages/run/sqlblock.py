@@ -53,7 +53,7 @@ class PgbenchBlocks:
 
     def scope(self, block: BlockSpec, method: Method,
               labels: list[str]) -> tuple[int, list[str]]:
-        return method.rounds, labels
+        return min(block.rounds or method.rounds, method.rounds), labels
 
     def turn_seconds(self, block: BlockSpec, method: Method) -> float:
         windows = len(block.clients) * max(1, len(block.delays_ms))
@@ -66,16 +66,26 @@ class PgbenchBlocks:
     def plans(self, block: BlockSpec) -> dict[str, str]:
         return dict(block.explain)
 
+    def open_block(self, suite: Suite, block: BlockSpec, method: Method,
+                   builds: list[Build]) -> None:
+        return None  # pgbench is the load: nothing of the label's runs between turns
+
+    def close_block(self) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
     def turn(self, suite: Suite, block: BlockSpec, rnd: int, b: Build, writer: ArchiveWriter,
-             method: Method, totals: collect.Totals, step: Step) -> None:
+             method: Method, totals: collect.Totals, step: Step,
+             only: frozenset[str] | None = None, attempt: int = 1) -> None:
         name = b.label.name
         clusters = self.session.clusters
         window_s = block.window_s or method.window_s
-        cells = [_params(c, d) for c in block.clients for d in (block.delays_ms or (None,))]
-        todo = [p for p in cells if not writer.has(Window(block.name, name, rnd, p, "", 0).key)]
+        cells = [_params(c, d) for c in block.clients for d in (block.delays_ms or (None,))
+                 if only is None or params_key(_params(c, d)) in only]
+        todo = [p for p in cells if not writer.has(
+            Window(block.name, name, rnd, p, "", 0, attempt=attempt).key)]
         if not todo:
             step(f"{block.name} r{rnd} {name}: archived", self.turn_seconds(block, method))
             return
@@ -85,15 +95,15 @@ class PgbenchBlocks:
             target = self.session.delayed(target)
         defines = {**block.defines}
         warm = Window(block.name, name, rnd, {"clients": max(block.clients)}, "", 0,
-                      kind="warmup")
+                      kind="warmup", attempt=attempt)
         if method.warmup_s > 0 and not writer.has(warm.key):
             start = utc_now()
             res = pgbench.run(server.bin, target, list(block.scripts), max(block.clients),
                               method.warmup_s, prepared=block.prepared, defines=defines,
                               env=b.env, sampling=block.log_sampling,
                               cpus=self.session.cpus("load"))
-            self.session.append(writer, pgbench.to_window(block.name, name, rnd, warm.params,
-                                                          "warmup", start, res))
+            self.session.append(writer, replace(pgbench.to_window(
+                block.name, name, rnd, warm.params, "warmup", start, res), attempt=attempt))
         step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
         before = self.session.snapshot(server, suite)
         with collect.WaitSampler(lambda: server.target.connect(clusters.admin_db(server)),
@@ -112,7 +122,7 @@ class PgbenchBlocks:
                     if crossing is not None:
                         w = replace(w, metrics={**w.metrics, **crossing.end(
                             res.transactions + res.errors)})
-                    self.session.append(writer, w)
+                    self.session.append(writer, replace(w, attempt=attempt))
                 step(f"{block.name} r{rnd} {name} {params_key(params)}", window_s)
         after = self.session.snapshot(server, suite, settle=True)
         if before and after:

@@ -11,7 +11,6 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import os
 import re
 import sys
 import traceback
@@ -25,8 +24,16 @@ import psycopg
 from perfpages.errors import PerfpagesError
 from perfpages.run.delay import as_param
 from perfpages.run.pgbench import Script
+from perfpages.run.placement import Placement
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+RULES = ("ranges", "wilcoxon", "mann-whitney")
+# The design each rule defaults to (a field left None takes its rule's value): v1's few long
+# windows, or method v2's many short windows after a short settle, in a fresh order per round.
+DESIGNS: dict[str, dict[str, Any]] = {
+    "ranges": {"rounds": 5, "order": "rotate", "warmup_s": 5.0, "window_s": 30.0},
+    "exact": {"rounds": 20, "order": "shuffle", "warmup_s": 1.0, "window_s": 2.0},
+}
 
 
 @dataclass(frozen=True)
@@ -100,11 +107,15 @@ class BlockSpec:
     log_sampling: float = 1.0  # fraction of transactions logged for the latency histograms
     delays_ms: tuple[float, ...] = ()  # pgbench through the delay proxy, at each delay
     window_s: float | None = None  # this block's windows, instead of the suite's
+    rounds: int | None = None  # this block's rounds, at most the suite's
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
             raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
                                  fix="use lower-case letters, digits, '-' or '_'")
+        if self.rounds is not None and self.rounds < 1:
+            raise PerfpagesError(f"block {self.name!r}: rounds must be at least 1",
+                                 key=f"blocks.{self.name}.rounds")
         if not 0 < self.log_sampling <= 1:
             raise PerfpagesError(f"block {self.name!r}: log_sampling must be in (0, 1]",
                                  key=f"blocks.{self.name}.log_sampling")
@@ -214,55 +225,25 @@ class Service:
     floor_path: str = "/health"
 
 
-PARTS = ("subject", "postgres", "load")
-
-
-@dataclass(frozen=True)
-class Placement:
-    """CPU sets to pin each part of a run to (Linux CPU numbers, as `taskset -c` takes them);
-    empty: wherever the kernel schedules it. `subject`: an HTTP suite's service, its whole
-    process group; `postgres`: the embedded server and every backend; `load`: the load
-    generator's processes and pgbench (the floors' too)."""
-
-    subject: tuple[int, ...] = ()
-    postgres: tuple[int, ...] = ()
-    load: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        for part in PARTS:
-            cpus = getattr(self, part)
-            if any(not isinstance(c, int) or isinstance(c, bool) or c < 0 for c in cpus):
-                raise PerfpagesError(f"placement.{part}: {cpus!r} is not a set of CPU numbers",
-                                     key=f"placement.{part}", fix="give CPU numbers, e.g. (0,)")
-
-    def to_json(self) -> dict[str, list[int]]:
-        return {part: sorted(set(getattr(self, part))) for part in PARTS if getattr(self, part)}
-
-    @staticmethod
-    def check(placement: dict[str, list[int]]) -> None:
-        """Every CPU named is one this process may run on (a container may allow fewer)."""
-        allowed = os.sched_getaffinity(0)
-        for part, cpus in placement.items():
-            missing = sorted(set(cpus) - allowed)
-            if missing:
-                raise PerfpagesError(
-                    f"placement.{part}: CPU {missing[0]} is not available here (this machine "
-                    f"allows {', '.join(map(str, sorted(allowed)))})", key=f"placement.{part}",
-                    fix="choose among the CPUs allowed, or leave the part out")
-
-
 @dataclass(frozen=True)
 class Suite:
+    """What a suite declares. `rule` chooses how changes are decided (see
+    `perfpages.analysis.decision.Rule`): "ranges" (method v1) or an exact rank test at `alpha`
+    (method v2). `rounds`, `order`, `warmup_s` and `window_s` left None take the rule's design
+    (`DESIGNS`): 5 rounds of 30 s after 5 s rotated for ranges; 20 rounds of 2 s after a 1 s
+    settle, shuffled, for an exact rule. A value given explicitly always wins."""
+
     name: str
     title: str
     labels: tuple[LabelSpec, ...]
     blocks: tuple[BlockSpec | HttpBlockSpec, ...]
     dataset: DataSet
     service: Service | None = None
-    rounds: int = 5
-    order: Literal["rotate", "shuffle", "fixed"] = "rotate"
-    warmup_s: float = 5.0
-    window_s: float = 30.0
+    # None: the rule's design, resolved on creation (never None afterwards)
+    rounds: int | None = None
+    order: Literal["rotate", "shuffle", "fixed"] | None = None
+    warmup_s: float | None = None
+    window_s: float | None = None
     floor_s: float = 3.0
     min_rounds: int = 5
     drift_threshold: float = 0.10
@@ -270,8 +251,25 @@ class Suite:
     database: str = "bench"
     notes: str = ""
     placement: Placement = field(default_factory=Placement)
+    rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
+    alpha: float = 0.01
 
     def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise PerfpagesError(f"unknown rule {self.rule!r}", key="rule",
+                                 fix=f"use one of: {', '.join(RULES)}")
+        if not 0 < self.alpha < 0.5:
+            raise PerfpagesError(f"alpha={self.alpha!r} is not between 0 and 0.5", key="alpha",
+                                 fix="use a two-sided level such as 0.01")
+        design = DESIGNS["ranges" if self.rule == "ranges" else "exact"]
+        for name, value in design.items():
+            if getattr(self, name) is None:  # frozen: set once, here
+                object.__setattr__(self, name, value)
+        if self.order not in ("rotate", "shuffle", "fixed"):
+            raise PerfpagesError(f"unknown order {self.order!r}", key="order",
+                                 fix='use "shuffle", "rotate" or "fixed"')
+        if (self.rounds or 0) < 1:
+            raise PerfpagesError("rounds must be at least 1", key="rounds")
         for kind, names in (("label", [x.name for x in self.labels]),
                             ("block", [x.name for x in self.blocks])):
             if not names or len(set(names)) != len(names):
@@ -284,6 +282,11 @@ class Suite:
 
     def label(self, name: str) -> LabelSpec:
         return next(x for x in self.labels if x.name == name)
+
+    @property
+    def rule_json(self) -> dict[str, Any] | None:
+        """`method.rule` of the run.json this suite makes: None for ranges (method v1)."""
+        return None if self.rule == "ranges" else {"test": self.rule, "alpha": self.alpha}
 
     def select(self, labels: list[str] | None, blocks: list[str] | None) -> Suite:
         """The same suite restricted to some labels and blocks (unknown names: one line)."""

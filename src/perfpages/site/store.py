@@ -107,8 +107,10 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
         except Exception:  # unreadable (hdrh raises assorted errors): read the archive again
             saved = None
     if saved is None:
+        from perfpages.archive.frame import counted  # pandas: imported when first needed
+
         parts: dict[tuple[str, str, str, int], list[Latency]] = {}
-        for w in open_run(loaded.path).measured:
+        for w in counted(open_run(loaded.path).measured):
             if w.status == "ok" and w.latency is not None:
                 key = (w.block, params_key(w.params), w.label, w.round)
                 parts.setdefault(key, []).append(w.latency)

@@ -1,0 +1,293 @@
+"""Method v2's design in the run stage: a suite's rule and the design it brings, a fresh order
+every round reproducible from run.json, subjects kept up across a block, busy windows measured
+again and counted instead of the originals; method v1 runs unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from perfpages.analysis import report
+from perfpages.archive import files, frame, preflight
+from perfpages.archive.manifest import Method
+from perfpages.archive.reader import open_run, read_manifest, verify
+from perfpages.archive.window import Window, params_key
+from perfpages.errors import PerfpagesError
+from perfpages.run.blocks import Session
+from perfpages.run.clusters import Clusters
+from perfpages.run.replay import replay_options
+from perfpages.run.runner import Options, Runner, run
+from perfpages.run.sqlblock import PgbenchBlocks
+from perfpages.run.suite import BlockSpec, DataSet, LabelSpec, Script, Suite
+from sites import quiet
+from test_httpsuite import subjects
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+FIXTURES = Path(__file__).parent / "fixtures"
+Leftovers = Callable[[], list[int]]
+
+
+def _suite(**kwargs: object) -> Suite:
+    return Suite("s", "s", labels=(LabelSpec("a"), LabelSpec("b")),
+                 blocks=(BlockSpec("x", scripts=(Script(builtin="select-only"),)),),
+                 dataset=DataSet("d", rows=1, load=lambda c, r, s: None), **kwargs)  # type: ignore[arg-type]
+
+
+# ---- the suite's rule and its design ---------------------------------------------------------
+
+def test_ranges_keeps_the_v1_design_and_records_no_rule() -> None:
+    s = _suite()
+    assert (s.rule, s.rounds, s.order, s.warmup_s, s.window_s) == ("ranges", 5, "rotate", 5.0, 30.0)
+    assert s.rule_json is None
+
+
+def test_an_exact_rule_brings_the_v2_design_and_explicit_values_win() -> None:
+    s = _suite(rule="wilcoxon")
+    assert (s.rounds, s.order, s.warmup_s, s.window_s) == (20, "shuffle", 1.0, 2.0)
+    assert s.rule_json == {"test": "wilcoxon", "alpha": 0.01}
+    s = _suite(rule="mann-whitney", alpha=0.05, rounds=7, order="rotate", window_s=4.0)
+    assert (s.rounds, s.order, s.warmup_s, s.window_s) == (7, "rotate", 1.0, 4.0)
+    assert s.rule_json == {"test": "mann-whitney", "alpha": 0.05}
+    assert _suite(rule="wilcoxon", order="fixed").order == "fixed"
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"rule": "t-test"}, "unknown rule 't-test'"),
+    ({"rule": "wilcoxon", "alpha": 0.5}, "alpha=0.5 is not between 0 and 0.5"),
+    ({"alpha": 0.0}, "alpha=0.0"),
+    ({"rule": "wilcoxon", "order": "random"}, "unknown order 'random'"),
+    ({"rounds": 0}, "rounds must be at least 1"),
+])
+def test_bad_rule_settings_are_one_line(kwargs: dict[str, object], needle: str) -> None:
+    with pytest.raises(PerfpagesError) as err:
+        _suite(**kwargs)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_pgbench_block_narrows_the_rounds() -> None:
+    block = BlockSpec("x", scripts=(Script(builtin="select-only"),), rounds=3)
+    driver = PgbenchBlocks(Session(Clusters()))
+    assert driver.scope(block, Method(rounds=20), ["a"]) == (3, ["a"])
+    assert driver.scope(block, Method(rounds=2), ["a"]) == (2, ["a"])
+    with pytest.raises(PerfpagesError, match="rounds must be at least 1"):
+        BlockSpec("x", scripts=(Script(builtin="select-only"),), rounds=0)
+
+
+# ---- which windows are busy, and which the analysis counts -------------------------------------
+
+def _window(label: str, rnd: int, figures: dict[str, float] | None, attempt: int = 1,
+            call: str = "item", throughput: float = 100.0) -> Window:
+    return Window("calls", label, rnd, {"call": call}, "2026-01-01T00:00:00Z", 1.0,
+                  machine=figures, attempt=attempt, requests=int(throughput),
+                  throughput=throughput)
+
+
+QUIET = {"busy_pct": 50.0, "others_pct": 1.0, "steal_pct": 0.0}
+BUSY = {"busy_pct": 90.0, "others_pct": preflight.OTHERS_PCT + 5, "steal_pct": 0.0}
+STOLEN = {"busy_pct": 50.0, "others_pct": 0.0, "steal_pct": preflight.STEAL_PCT + 1}
+
+
+def test_busy_cells_are_found_by_the_preflight_thresholds_in_run_order() -> None:
+    writer = SimpleNamespace(windows=[
+        _window("a", 1, QUIET), _window("b", 1, BUSY), _window("a", 2, STOLEN),
+        _window("b", 2, STOLEN, call="fail"), _window("b", 2, None),
+        _window("a", 3, BUSY, attempt=2),  # a re-measure is never measured again
+        Window("other", "a", 1, {}, "", 1.0, machine=BUSY)])  # another block
+
+    method = Method(rounds=3, order="shuffle", seed=3)
+    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
+    found = runner.busy("calls", ["a", "b"], method, 0, writer)  # type: ignore[arg-type]
+    expected = [(1, "b", frozenset({"call=item"}))] + [
+        (2, name, frozenset({"call=item"} if name == "a" else {"call=fail"}))
+        for name in runner.order(["a", "b"], method, 0, 2)]
+    assert found == expected
+
+
+def test_the_last_attempt_of_a_cell_is_the_one_counted() -> None:
+    windows = [_window("a", 1, BUSY, throughput=10.0), _window("a", 1, QUIET, attempt=2,
+                                                                throughput=30.0),
+               _window("a", 2, QUIET, throughput=50.0), _window("b", 1, BUSY, throughput=70.0)]
+    assert frame.counted(windows) == [windows[1], windows[2], windows[3]]
+    # The original stays archived and in order; only the analysis skips it.
+    assert [w.to_json().get("attempt") for w in windows] == [None, 2, None, None]
+
+
+def test_archived_runs_count_every_window_and_write_no_attempt() -> None:
+    runs = [p.parent for p in FIXTURES.rglob("run.json")]
+    assert runs
+    for run_dir in runs:
+        try:
+            r = open_run(run_dir)
+        except Exception:  # a deliberately broken fixture
+            continue
+        assert frame.counted(r.windows) == r.windows
+        assert all("attempt" not in w.to_json() for w in r.windows)
+
+
+# ---- a real run under an exact rule -------------------------------------------------------------
+
+def _bench(tmp: Path, rule: str = "wilcoxon", settings: bool = False, rounds: int = 3) -> Path:
+    """tinyhttp under an exact rule (its own rounds and windows kept: seconds to run)."""
+    bench = tmp / "bench"
+    shutil.copytree(BENCHMARKS / "tinyhttp", bench / "tinyhttp", dirs_exist_ok=True)
+    source = (BENCHMARKS / "tinyhttp.py").read_text()
+    source = source.replace("rounds=2, warmup_s=0.5,",
+                            f"rounds={rounds}, rule={rule!r}, warmup_s=0.5,")
+    if settings:  # the slow label needs another PostgreSQL setting: a restart between labels
+        source = source.replace('env={"TINY_DELAY_MS": "2"}',
+                                'env={"TINY_DELAY_MS": "2"}, pg_settings={"work_mem": "8MB"}')
+    (bench / "tinyhttp.py").write_text(source)
+    return bench
+
+
+@pytest.fixture
+def thresholds(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """Every window busy (-1) or none (a huge threshold): the preflight's rule, deterministic."""
+    def set_to(value: float) -> None:
+        monkeypatch.setattr(preflight, "OTHERS_PCT", value)
+        monkeypatch.setattr(preflight, "STEAL_PCT", value)
+    return set_to
+
+
+@pytest.fixture(scope="module")
+def busy_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """calls (both labels, 3 rounds) and profile (one round, py-spy), every window busy."""
+    tmp = tmp_path_factory.mktemp("v2")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(preflight, "OTHERS_PCT", -1.0)
+        yield run(Options(suite="tinyhttp", benchmarks=_bench(tmp), results=tmp / "results",
+                          blocks=["calls", "profile"], seed=8), quiet())
+
+
+@pytest.mark.postgres
+def test_an_exact_run_records_its_rule_and_design(busy_run: Path) -> None:
+    m = read_manifest(busy_run)
+    assert m.method.rule == {"test": "wilcoxon", "alpha": 0.01}
+    assert (m.method.order, m.method.seed, m.method.rounds) == ("shuffle", 8, 3)
+    assert "restarted every turn" not in m.method.notes
+    assert verify(busy_run) == [] and m.status == "complete"
+
+
+@pytest.mark.postgres
+def test_each_round_runs_in_the_order_run_json_gives(busy_run: Path) -> None:
+    m = read_manifest(busy_run)
+    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
+    lines = [json.loads(x) for x in files.read_text(busy_run, "results.jsonl").splitlines()]
+    first = [x for x in lines if x["block"] == "calls" and x["kind"] == "measure"
+             and "attempt" not in x]
+    orders = []
+    for rnd in (1, 2, 3):
+        ran = [x["label"] for x in first if x["round"] == rnd]
+        seen = list(dict.fromkeys(ran))
+        assert ran == [name for name in seen for _ in range(ran.count(name))]  # one turn each
+        assert seen == runner.order(list(m.labels), m.method, 0, rnd)
+        orders.append(seen)
+    # The order is the seed's, round by round: another seed orders some round otherwise.
+    other = [runner.order(list(m.labels), Method(rounds=3, order="shuffle", seed=s), 0, r)
+             for s in range(20) for r in (1, 2, 3)]
+    assert len({tuple(o) for o in other}) == 2
+
+
+@pytest.mark.postgres
+def test_subjects_start_once_per_block_and_label(busy_run: Path) -> None:
+    for label in ("fast", "slow"):
+        log = files.read_text(busy_run, f"diagnostics/calls/{label}/server.log")
+        assert log.count("listening") == 1  # 3 rounds and 3 re-measures, one start
+    # A one-round block measures from the subject's start: its re-measure starts it again.
+    assert files.read_text(busy_run, "diagnostics/profile/fast/server.log").count(
+        "listening") == 2
+    shares = json.loads((busy_run / "diagnostics/profile/fast/cpu-shares.json").read_text())
+    assert shares["samples"] > 0 and shares["shares_pct"]["Work"] > 0
+    for label in ("fast", "slow"):
+        summary = json.loads(files.read_text(busy_run, f"diagnostics/calls/{label}/summary.json"))
+        assert summary["database"] and "statements" in summary
+
+
+@pytest.mark.postgres
+def test_busy_windows_are_measured_again_and_counted_instead(busy_run: Path) -> None:
+    r = open_run(busy_run)
+    cells = {(w.block, w.label, w.round, params_key(w.params)) for w in r.measured}
+    for attempt in (1, 2):
+        assert {(w.block, w.label, w.round, params_key(w.params))
+                for w in r.measured if w.attempt == attempt} == cells
+    warm = {(w.label, w.round) for w in r.windows if w.kind == "warmup" and w.attempt == 2}
+    assert warm == {(c[1], c[2]) for c in cells}  # each re-measured turn settles first
+    # The re-measures come after the block's last round, in the rounds' order.
+    lines = [json.loads(x) for x in files.read_text(busy_run, "results.jsonl").splitlines()]
+    calls = [(x.get("attempt", 1), x["round"]) for x in lines
+             if x["block"] == "calls" and x["kind"] == "measure"]
+    assert calls == sorted(calls)
+    # What the analysis counts: the second attempt's values, every table alike.
+    rows = frame.load(r)
+    for (block, label, rnd, pkey) in cells:
+        again = [w for w in r.measured if (w.block, w.label, w.round, params_key(w.params))
+                 == (block, label, rnd, pkey) and w.attempt == 2]
+        value = rows[(rows.block == block) & (rows.label == label) & (rows["round"] == rnd)
+                     & (rows.parameters == pkey) & (rows.metric == "requests")]["value"]
+        assert list(value) == [float(sum(w.requests or 0 for w in again))]
+    assert report.build(r)["tables"]
+
+
+@pytest.mark.postgres
+def test_nothing_outlives_the_run(busy_run: Path, leftovers: Leftovers,
+                                  session_tmp: Path) -> None:
+    assert subjects(session_tmp) == [] and leftovers() == []
+
+
+@pytest.mark.postgres
+def test_replays_keep_the_recorded_rule(busy_run: Path, tmp_path: Path) -> None:
+    bench = _bench(tmp_path, rule="ranges")  # the suite changed its rule since
+    opts = replay_options(busy_run.parent, busy_run.name, bench, "invoke bench.replay")
+    assert opts.method is not None and opts.method.rule == {"test": "wilcoxon", "alpha": 0.01}
+    assert opts.method.order == "shuffle" and opts.method.seed == 8
+
+
+@pytest.mark.postgres
+def test_labels_with_other_settings_restart_per_turn(tmp_path: Path, thresholds: Callable[
+        [float], None], leftovers: Leftovers, session_tmp: Path) -> None:
+    thresholds(1e9)  # never busy: no re-measure
+    run_dir = run(Options(suite="tinyhttp", benchmarks=_bench(tmp_path, settings=True, rounds=2),
+                          results=tmp_path / "results", blocks=["calls"]), quiet())
+    m = read_manifest(run_dir)
+    assert "block calls: subjects restarted every turn" in m.method.notes
+    assert "different pg_settings" in m.method.notes
+    for label in ("fast", "slow"):
+        log = files.read_text(run_dir, f"diagnostics/calls/{label}/server.log")
+        assert log.count("listening") == 2  # one start per round
+    r = open_run(run_dir)
+    assert r.measured and all(w.status == "ok" and w.attempt == 1 for w in r.measured)
+    assert verify(run_dir) == [] and subjects(session_tmp) == [] and leftovers() == []
+
+
+@pytest.mark.postgres
+def test_an_interrupted_re_measure_is_resumed(tmp_path: Path, thresholds: Callable[[float], None],
+                                              leftovers: Leftovers, session_tmp: Path) -> None:
+    thresholds(-1.0)  # every window busy
+
+    def stop_at_the_first_re_measure(w: Window) -> None:
+        if w.attempt == 2 and w.kind == "measure":
+            raise KeyboardInterrupt
+
+    bench = _bench(tmp_path, rounds=2)
+    with pytest.raises(PerfpagesError, match="partial"):
+        run(Options(suite="tinyhttp", benchmarks=bench, results=tmp_path / "results",
+                    blocks=["calls"], labels=["fast"], on_window=stop_at_the_first_re_measure),
+            quiet())
+    assert subjects(session_tmp) == [] and leftovers() == []
+    (run_dir,) = list((tmp_path / "results").iterdir())
+    assert read_manifest(run_dir).status == "partial"
+    run(Options(suite=None, benchmarks=bench, results=tmp_path / "results",
+                resume=run_dir.name), quiet())
+    r = open_run(run_dir)
+    assert r.manifest.status == "complete" and verify(run_dir) == []
+    assert r.manifest.method.rule == {"test": "wilcoxon", "alpha": 0.01}
+    again = [(w.round, params_key(w.params), w.window) for w in r.measured if w.attempt == 2]
+    assert len(again) == len(set(again)) and {(x[0], x[1]) for x in again} == {
+        (w.round, params_key(w.params)) for w in r.measured}
+    assert subjects(session_tmp) == [] and leftovers() == []
