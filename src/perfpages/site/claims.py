@@ -141,9 +141,9 @@ class Conditions:
         expected = (f"a clear {word} of {other} over {base} in every cell" if clear else
                     f"{other} {'better' if gain else 'worse'} than {base} in every cell")
         if by is not None:
-            expected += f", by at least {format_number(by)} %"
+            expected += f", by at least {text(by)} %"
         return bounded(ok, f"{expected} ({metric})", items, judged,
-                       f"bound {format_number(by)} %" if by is not None else "")
+                       f"bound {text(by)} %" if by is not None else "")
 
     def between(self, low: float, high: float, base: Side, other: Side,
                 metric: str = "throughput", *, absolute: bool = False, unit: str | None = None,
@@ -168,7 +168,7 @@ class Conditions:
             items.append(f"{_where(f, base)}: {shown_value(value)}")
         what = "difference" if absolute else "change"
         bounds = (f"bounds {shown_value(low)}–{shown_value(high)}" if absolute else
-                  f"bounds {format_number(low)}–{format_number(high)} %")
+                  f"bounds {text(low)}–{text(high)} %")
         return bounded(ok, f"a {what} of {side_text(other)} over {side_text(base)} between "
                            f"{shown_value(low)} and {shown_value(high)} ({metric})", items,
                        judged, bounds)

@@ -24,7 +24,6 @@ from typing import Any
 from perfpages.analysis import certification, decision
 from perfpages.analysis.certification import Certificate
 from perfpages.analysis.method import format_p, format_resolution
-from perfpages.analysis.metric import format_number
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape
 from perfpages.site.claims import Claim, Condition
@@ -60,7 +59,7 @@ def options(meta: Mapping[str, Any], where: str) -> Options:
 
 
 def _percent(fraction: float) -> str:
-    return f"{format_number(fraction * 100)} %"
+    return f"{fraction * 100:.2g} %"
 
 
 def verdicts_text(pins: Pins, holm: bool) -> str:
@@ -74,7 +73,7 @@ def verdicts_text(pins: Pins, holm: bool) -> str:
     expected = sum(decision.expected_false(1, c.fpr) for c in changes)
     clear = sum(c.clear for c in changes)
     text = (f"This page makes {len(changes)} verdict{'s' * (len(changes) != 1)}{at} "
-            f"({clear} clear): about {format_number(expected)} false ones expected.")
+            f"({clear} clear): about {expected:.2g} false ones expected.")
     if holm:
         text += (" Its claims hold only where their verdicts stay clear under Holm's correction "
                  "over the page's claims.")
@@ -130,8 +129,11 @@ def certificates(pins: Pins, claims: list[Claim], run: str | None = None,
         for b in [block] if block else blocks:
             aa = aa_found(pins, alias, b)
             mine = [j for j in judged if j.run == alias and j.block == b]
+            # Without claims there: what the page's other comparisons on it resolve, at worst
+            shown = [(b, str(key[2]), "", c) for key, c in pins.judged.items()
+                     if key[:2] == (alias, b)]
             res, metric = _worst(mine) if mine else certification.worst(
-                certification.aa_index(aa), aa)
+                certification.aa_index(aa), aa + shown)
             steps = [j.step for j in mine if j.step is not None]
             out.append((alias, Certificate(b, len(aa), sum(f[3].clear for f in aa), res, metric,
                                            min(steps) if steps else None)))
