@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
+from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.testing import MACHINE
@@ -20,10 +21,12 @@ PARAMS = [{"call": "lookup", "callers": 32}, {"call": "page", "callers": 32}]
 
 def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: float = 0.03,
              rounds: int = 20, aa: bool = True, test: str = "wilcoxon", seed: int = 11,
-             aa_shift: float = 0.0, blocks: tuple[str, ...] = ("callers",)) -> str:
+             aa_shift: float = 0.0, blocks: tuple[str, ...] = ("callers",),
+             floors: tuple[float, float] | None = None) -> str:
     """A complete method v2 run: labels base, changed (throughput × (1 + shift), p50 ÷ it) and,
     with `aa`, base-again (the base's build; `aa_shift` moves it, to make a noisy A/A pair).
-    Each window's level carries its own noise (`noise`, a fraction)."""
+    Each window's level carries its own noise (`noise`, a fraction). `floors`: a pgbench floor
+    before and after each block (tps, two one-second windows each)."""
     base = Label("base", Pin("package", requirement="demo==1.0", version="1.0",
                              artifacts={"demo-1.0-py3-none-any.whl": "ab" * 32}))
     labels = {"base": base,
@@ -46,6 +49,12 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
     clock = EPOCH
     with ArchiveWriter.create(results, manifest) as writer:
         for block in blocks:
+            for position, tps in zip(("before", "after"), floors or (), strict=False):
+                for second in range(2):
+                    writer.append(Window(block=block, label=FLOOR_LABEL, round=0, kind="floor",
+                                         window=second, start=clock.isoformat() + "Z",
+                                         params={"position": position, "clients": 1},
+                                         duration_s=1.0, metrics={"tps": tps + second}))
             for rnd in range(1, rounds + 1):
                 order = list(labels)
                 rng.shuffle(order)
