@@ -52,5 +52,8 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
                   *_md_table(head["columns"], head["rows"]), ""]
     if data["changes"]["summary"]:
         lines += [f"- {prose(s)}" for s in data["changes"]["summary"]] + [""]
+    if data.get("certification"):  # method v2: what the A/A pair says of each block
+        lines += ["Certification per block (A/A pair, resolution):", "",
+                  *[f"- {prose(c['line'])}" for c in data["certification"]], ""]
     lines.append(f"Verify: `invoke bench.verify --run {m.id}`")
     return "\n".join(lines) + "\n"

@@ -330,3 +330,33 @@ def quiet(change: Change, within_pct: float) -> bool:
 def generator_busy(cpu_pct: float) -> bool:
     """Whether the load generator's busiest process was busy enough to set the pace."""
     return cpu_pct > GENERATOR_BUSY_PCT
+
+
+# Method v2 on display (site and report): a comparison's resolution with its run's A/A pair,
+# claim bounds finer than that resolution, certified blocks, Holm's correction over a page.
+
+def resolves(own: float, aa: float | None) -> float:
+    """A comparison's resolution: its own, or its run's A/A pair's at the same cell when that
+    is larger (the pair measures noise the comparison's own rounds may not show). nan (the
+    ranges rule) stays nan."""
+    if own != own or aa is None or not aa > own:
+        return own
+    return aa
+
+
+def finer(step: float, resolution: float) -> bool:
+    """A claim's bound is finer than its comparison resolves: the step it names (a one-sided
+    bound's distance from no change, or a two-sided band's width, in percent) is below the
+    resolution. Never under the ranges rule (its resolution is nan)."""
+    return step < resolution
+
+
+def certified(aa_cells: int, aa_clear: int, resolution: float, claimed: float | None) -> bool:
+    """A block is certified when it has an A/A pair with no clear cell, and it resolves the
+    smallest change its pages claim (`claimed`, in percent; None: no page claims one)."""
+    return aa_cells > 0 and aa_clear == 0 and (claimed is None or not finer(claimed, resolution))
+
+
+def holm(pvalues: list[float], alpha: float) -> list[bool]:
+    """Which verdicts of a family stay clear under Holm's step-down correction at `alpha`."""
+    return ranktest.holm(pvalues, alpha)

@@ -4,6 +4,7 @@ whether runs may be compared. What counts as clear is decided in `perfpages.anal
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from math import isfinite
 from typing import TYPE_CHECKING, Any
 
 from perfpages.analysis.decision import RANGES, Cell, Change, Rule
@@ -27,6 +28,38 @@ def format_percent(value: float, digits: int | None = None) -> str:
     if digits is None:
         digits = 0 if abs(value) >= 10 else 1
     return f"{_sign(value)}{abs(value):.{digits}f} %"
+
+
+def format_change(change: Change, digits: int | None = None, verdict: str | None = None) -> str:
+    """A change as every report and page prints it. Under an exact rule the Hodges–Lehmann
+    shift with its exact interval, "+8.1 % (+5.0…+11.2 %, clear gain)" (the interval's ends
+    with the shift's decimals); under ranges apart the ratio of medians, "+8.5 % (clear gain)".
+    `verdict` is the verdict as the caller words it; without one, none is printed."""
+    head = format_percent(change.percent, digits)
+    interval = change.interval
+    shown = [] if verdict is None else [verdict]
+    if interval is not None and all(isfinite(v) for v in interval):
+        places = digits if digits is not None else 0 if abs(change.percent) >= 10 else 1
+        low, high = (f"{_sign(v)}{abs(v):.{places}f}" for v in interval)
+        shown.insert(0, f"{low}…{high} %")
+    return f"{head} ({', '.join(shown)})" if shown else head
+
+
+def format_resolution(value: float) -> str:
+    """The smallest change a comparison resolves: "7.9 %", "15 %"; "—" where the rule states
+    none (ranges apart), "none (too few rounds)" where its sizes cannot reach α."""
+    if value != value:  # nan: the ranges rule
+        return "—"
+    if not isfinite(value):
+        return "none (too few rounds)"
+    return f"{value:.{0 if value >= 10 else 1}f} %"
+
+
+def format_p(value: float | None) -> str:
+    """A p-value: two significant digits, "< 0.0001" below; "—" without one."""
+    if value is None:
+        return "—"
+    return "< 0.0001" if value < 1e-4 else f"{value:.2g}"
 
 
 def format_range(changes: Sequence[Change], digits: int | None = None) -> str:

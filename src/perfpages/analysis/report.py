@@ -9,10 +9,19 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import decision, noise, saturation
+from perfpages.analysis import certification, decision, noise, saturation
+from perfpages.analysis import changes as changes_table
+from perfpages.analysis.changes import cell_text, changes, metric_header
+from perfpages.analysis.changes import frame_cells as _cells
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
-from perfpages.analysis.method import block_metrics, check_comparable, format_percent, format_range
-from perfpages.analysis.metric import format_number, info
+from perfpages.analysis.method import (
+    block_metrics,
+    check_comparable,
+    format_change,
+    format_percent,
+    format_range,
+)
+from perfpages.analysis.metric import format_number
 from perfpages.analysis.text import fence, prose
 from perfpages.archive import diagnostics, preflight
 from perfpages.archive.frame import load
@@ -32,28 +41,6 @@ class Table:
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "columns": self.columns, "rows": self.rows,
                 "notes": self.notes}
-
-
-def cell_text(cell: Cell, digits: int | None = None) -> str:
-    if cell.n == 1:
-        return format_number(cell.median, digits)
-    return (f"{format_number(cell.median, digits)} "
-            f"({format_number(cell.min, digits)}–{format_number(cell.max, digits)})")
-
-
-def metric_header(metric: str) -> str:
-    unit = info(metric).unit
-    return f"{metric} ({unit})" if unit else metric
-
-
-def _cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
-    data = frame[frame["kind"] == "measure"]
-    out = {}
-    for key, group in data.groupby(["block", "parameters", "label", "metric"], sort=False):
-        ordered = group.sort_values("round")
-        out[key] = Cell(tuple(ordered["value"].tolist()),
-                        tuple(int(r) for r in ordered["round"]))
-    return out
 
 
 def generator_cpu(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -99,33 +86,18 @@ def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table
     return tables
 
 
-def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
-            rule: Rule) -> list[tuple[str, str, str, Change]]:
-    cells = _cells(frame)
-    measured = frame[frame["kind"] == "measure"]
-    out = []
-    for block in dict.fromkeys(measured["block"]):
-        rows_b = measured[measured["block"] == block]
-        metrics = [m for m in block_metrics(run.manifest, block, set(rows_b["metric"]))
-                   if info(m).higher_is_better is not None]
-        for pkey in dict.fromkeys(rows_b["parameters"]):
-            for metric in metrics:
-                for base, other in pairs:
-                    a = cells.get((block, pkey, base, metric))
-                    b = cells.get((block, pkey, other, metric))
-                    if a and b:
-                        out.append((block, pkey, f"{other} vs {base}",
-                                    Change(metric, a, b, rule)))
-    return out
-
-
-def noise_floor(run: Run, frame: pd.DataFrame, rule: Rule) -> list[noise.Row]:
-    """What each A/A pair measured: the differences this machine and method show between two
-    identical builds, against which every other change is read."""
+def aa_changes(run: Run, frame: pd.DataFrame, rule: Rule) -> list[changes_table.Found]:
+    """What each A/A pair measured, cell by cell: the differences this machine and method show
+    between two identical builds, against which every other change is read."""
     pairs = noise.same_builds(run.manifest)
     if not pairs:
         return []  # the usual case: no second pass over the cells
-    return noise.rows(changes(run, frame, pairs, rule))
+    return changes(run, frame, pairs, rule)
+
+
+def noise_floor(run: Run, frame: pd.DataFrame, rule: Rule) -> list[noise.Row]:
+    """The A/A pairs' cells grouped by block, metric and pair (the noise floor)."""
+    return noise.rows(aa_changes(run, frame, rule))
 
 
 def noise_line(row: noise.Row) -> str:
@@ -165,19 +137,6 @@ def load_warnings(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> 
         f"up to {max(x['steal_max'] for x in xs):.1f} %; busy: above {preflight.OTHERS_PCT:g} % "
         f"or {preflight.STEAL_PCT:g} %)" for block, xs in blocks.items()
         if any(x["busy"] for x in xs)]
-
-
-def summary_lines(found: list[tuple[str, str, str, Change]]) -> list[tuple[str, int]]:
-    """Per block, label pair and metric: the range of the changes with how many are clear."""
-    groups: dict[tuple[str, str, str], list[Change]] = {}
-    for block, _, pair, c in found:
-        groups.setdefault((block, pair, c.metric), []).append(c)
-    out = []
-    for (block, pair, metric), group in groups.items():
-        clear = sum(c.clear for c in group)
-        out.append((f"{block}: {pair}, {metric}: {format_range(group)} "
-                    f"({clear} of {len(group)} clear)", clear))
-    return out
 
 
 def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -247,16 +206,15 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     if frame.empty or frame[frame["kind"] == "measure"].empty:
         raise AnalysisError(f"run {m.id} has no measurement windows", fix="archive a new run")
     found = changes(run, frame, pairs, rule)
-    change_rows = [[block, pkey, metric_header(c.metric), pair, cell_text(c.base),
-                    cell_text(c.other), format_percent(c.percent), c.verdict]
-                   for block, pkey, pair, c in found]
-    summary = [line for line, _ in summary_lines(found)]
     floors, knees = drift(run, frame), saturation.knees(frame)
     sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
     # An A/A pair's clear difference is the machine's noise, flagged in the noise floor: never a
     # loss that fails CI (with 3 rounds, 1 comparison in 10 would).
     twins = {f"{b} vs {a}" for a, b in noise.same_builds(m)} if not cross else set()
-    aa = noise_floor(run, frame, rule) if not cross else []
+    aa_found = aa_changes(run, frame, rule) if not cross else []
+    aa = noise.rows(aa_found)
+    table = changes_table.table(found, rule, aa_found)
+    certified = certification.certificates(found, aa_found) if rule.exact and not cross else []
     checks, shared = preflight.read(run.path), window_load(run)
     generator = generator_cpu(frame) if not cross else []
     busy = load_warnings(checks, shared) + [generator_line(x) for x in generator if x["busy"]]
@@ -268,8 +226,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "started": m.started, "ended": m.ended, "labels": labels,
         "method": method_text(m.method.rounds, m.method.order, rule),
         "tables": [t.to_json() for t in block_tables(run, frame, labels)],
-        "changes": {"columns": ["block", "parameters", "metric", "labels", "base", "other",
-                                "change", "verdict"], "rows": change_rows, "summary": summary},
+        "changes": table,
+        **({"certification": [c.to_json() for c in certified]} if rule.exact else {}),
         "drift": floors,
         "saturation": knees,
         "diagnostics": diagnostics.summary_lines(run.path),
@@ -283,7 +241,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "notes": list(run.notes) + [noise_line(r) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],
-        "warnings": warnings(run, frame, found, floors, knees) + flagged,
+        "warnings": warnings(run, frame, found, [] if rule.exact else floors, knees) + flagged,
         "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                    if c.clear and c.better is False and pair not in twins],
     }
@@ -342,10 +300,14 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
 
 
 def loss(block: str, pkey: str, base: str, other: str, c: Change) -> dict[str, Any]:
-    """A clear loss (the method's verdict) as data, for `bench report --fail-on loss`."""
-    return {"block": block, "parameters": pkey or "—", "metric": metric_header(c.metric),
-            "base": base, "other": other, "percent": c.percent, "base_cell": cell_text(c.base),
-            "other_cell": cell_text(c.other)}
+    """A clear loss (the method's verdict) as data, for `bench report --fail-on loss`; under an
+    exact rule with its interval (`change`) and p-value."""
+    out = {"block": block, "parameters": pkey or "—", "metric": metric_header(c.metric),
+           "base": base, "other": other, "percent": c.percent, "base_cell": cell_text(c.base),
+           "other_cell": cell_text(c.other)}
+    if c.rule.exact:
+        out.update(change=format_change(c), p=c.p)
+    return out
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
@@ -369,6 +331,9 @@ def to_markdown(data: dict[str, Any]) -> str:
         out += ["## Changes", "", *_md_table(data["changes"]["columns"], data["changes"]["rows"]),
                 ""]
         out += [f"- {prose(line)}" for line in data["changes"]["summary"]] + [""]
+    if data.get("certification"):
+        out += ["## Certification", "", CERTIFICATION, "",
+                *[f"- {prose(c['line'])}" for c in data["certification"]], ""]
     if data["drift"]:
         out += ["## Floors", ""]
         out += [f"- {prose(drift_line(d)[2:])}" for d in data["drift"]] + [""]
@@ -382,6 +347,10 @@ def to_markdown(data: dict[str, Any]) -> str:
         out += [f"## {WARN} Warnings", "", *[f"- {prose(w)}" for w in warned], ""]
     out += [f"Note: {prose(note)}" for note in data["notes"] if note not in warned]
     return "\n".join(out).rstrip() + "\n"
+
+
+CERTIFICATION = ("A block is certified when its A/A pair (the same build under two labels) has "
+                 "no clear cell; it resolves what its worst comparison resolves")
 
 
 def drift_line(d: dict[str, Any]) -> str:

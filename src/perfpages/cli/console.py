@@ -141,7 +141,8 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
     sys.stdout.flush()  # the report first, then why the command fails
     for lost in data["losses"]:
         print(f"fail: clear loss: {lost['block']} {lost['parameters']} {lost['metric']} "
-              f"{lost['base']}→{lost['other']} {format_percent(lost['percent'])} "
+              f"{lost['base']}→{lost['other']} "
+              f"{lost.get('change') or format_percent(lost['percent'])} "
               f"({lost['base_cell']} → {lost['other_cell']})", file=sys.stderr)
     return 1
 
@@ -260,6 +261,10 @@ def print_terminal(data: dict[str, Any], console: Console) -> None:
         console.print(_rich("Changes", changes["columns"], changes["rows"], 4, console))
         for line in changes["summary"]:
             console.print(_escape(f"- {line}"))
+    if data.get("certification"):
+        console.print(_escape(f"Certification: {report.CERTIFICATION}."))
+        for c in data["certification"]:
+            console.print(_escape(f"- {c['line']}"))
     for d in data["drift"]:
         console.print(_escape(report.drift_line(d)))
     knees = data.get("saturation", [])

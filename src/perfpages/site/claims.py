@@ -8,18 +8,26 @@ print the figures as the page does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from math import nan
 from typing import Any
 
 from perfpages.analysis import changepoints, decision
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
-from perfpages.analysis.method import format_difference, format_percent, format_range
+from perfpages.analysis.method import (
+    format_change,
+    format_difference,
+    format_percent,
+    format_range,
+    format_resolution,
+)
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
-from perfpages.site.macros import cell_text, noise_rows, scale, series_round_trips, verdict
+from perfpages.site.macros import cell_text, scale, series_round_trips, verdict
 from perfpages.site.pins import Found, Pins, Side, same_value, side_text
 from perfpages.site.plots import edivisive_points
+from perfpages.site.verdicts import Judged, judge, noise_rows, resolution
 
 MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
 
@@ -29,6 +37,10 @@ class Condition:
     holds: bool
     expected: str
     data: str
+    # The comparisons it rests on (for the page's certification and Holm's correction)
+    judged: tuple[Judged, ...] = ()
+    # A condition over the whole page (certified): settled once every claim is in
+    settle: Callable[[list[Claim]], Condition] | None = field(default=None, compare=False)
 
     def __bool__(self) -> bool:
         return self.holds
@@ -49,6 +61,21 @@ class Claim:
     def message(self) -> str:
         return (f"{self.path}:{self.line}: claim \"{self.sentence}\" — expected "
                 f"{self.condition.expected}, data {self.condition.data}")
+
+
+def bounded(ok: bool, expected: str, items: list[str], judged: list[Judged],
+            bounds: str) -> Condition:
+    """A condition with bounds on changes: under an exact rule it fails when the bounds are
+    finer than the comparisons resolve (`verdicts.Judged.finer`), saying so."""
+    coarse = [j for j in judged if j.finer]
+    data = _listing(items)
+    if coarse:
+        worst = max(j.resolution for j in coarse)
+        many = len(judged) > 1
+        data += (f"; {bounds} {'is' if bounds.startswith('bound ') else 'are'} finer than "
+                 f"{'these comparisons resolve' if many else 'this comparison resolves'} "
+                 f"({format_resolution(worst)}{', worst cell' if many else ''})")
+    return Condition(ok and not coarse, expected, data, tuple(judged))
 
 
 def _listing(items: list[str]) -> str:
@@ -76,34 +103,47 @@ class Conditions:
                 "best": self.best, "steps": self.steps, "trips": self.trips}
 
     def _changes(self, base: Side, other: Side, metric: str,
-                 filters: dict[str, Any]) -> list[tuple[Found, Change]]:
-        pairs = self.pins.pairs(base, other, metric=metric, **filters)
-        return [(b, Change(metric, a.cell, b.cell, self.pins.rule(a.run))) for a, b in pairs]
+                 filters: dict[str, Any]) -> list[tuple[Found, Change, float]]:
+        """(other's cell, change, resolution with the A/A pair) of every pair of cells."""
+        out = []
+        for a, b in self.pins.pairs(base, other, metric=metric, **filters):
+            c = judge(self.pins, a, b, metric)
+            out.append((b, c, resolution(self.pins, a, b, c)))
+        return out
 
     def faster(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
-               **filters: Any) -> Condition:
-        """`other` better than `base` in every cell: a clear gain (ranges apart), or with
-        clear=False a better median."""
-        return self._direction(base, other, metric, clear, True, filters)
+               by_at_least: float | None = None, **filters: Any) -> Condition:
+        """`other` better than `base` in every cell: a clear gain (ranges apart, or the exact
+        test), or with clear=False a better median; `by_at_least`: by at least that many
+        percent, a bound the comparison must resolve (method v2)."""
+        return self._direction(base, other, metric, clear, True, by_at_least, filters)
 
     def slower(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
-               **filters: Any) -> Condition:
+               by_at_least: float | None = None, **filters: Any) -> Condition:
         """`other` worse than `base` in every cell (a clear loss, or a worse median)."""
-        return self._direction(base, other, metric, clear, False, filters)
+        return self._direction(base, other, metric, clear, False, by_at_least, filters)
 
     def _direction(self, base: Side, other: Side, metric: str, clear: bool, gain: bool,
-                   filters: dict[str, Any]) -> Condition:
+                   by: float | None, filters: dict[str, Any]) -> Condition:
         if info(metric).higher_is_better is None:
             raise AnalysisError(f"{metric!r} has no better direction: use between() or overlap()")
-        items, ok = [], True
-        for f, c in self._changes(base, other, metric, filters):
-            ok &= c.better is gain and (c.clear or not clear)
-            items.append(f"{_where(f, base)}: {format_percent(c.percent)} ({verdict(c)})")
+        if by is not None and not by > 0:
+            raise AnalysisError(f"by_at_least={by!r} is not above 0",
+                                fix="give the smallest change claimed in percent, e.g. 5")
+        items, ok, judged = [], True, []
+        for f, c, res in self._changes(base, other, metric, filters):
+            ok &= c.better is gain and (c.clear or not clear) and (
+                by is None or decision.within(abs(c.percent), by, float("inf")))
+            judged.append(Judged(f.run, f.block, c, res, by, clear))
+            items.append(f"{_where(f, base)}: {format_change(c, verdict=verdict(c))}")
         word = "gain" if gain else "loss"
         base, other = side_text(base), side_text(other)
         expected = (f"a clear {word} of {other} over {base} in every cell" if clear else
                     f"{other} {'better' if gain else 'worse'} than {base} in every cell")
-        return Condition(ok, f"{expected} ({metric})", _listing(items))
+        if by is not None:
+            expected += f", by at least {text(by)} %"
+        return bounded(ok, f"{expected} ({metric})", items, judged,
+                       f"bound {text(by)} %" if by is not None else "")
 
     def between(self, low: float, high: float, base: Side, other: Side,
                 metric: str = "throughput", *, absolute: bool = False, unit: str | None = None,
@@ -118,15 +158,20 @@ class Conditions:
             return format_difference(value, shown, digits) if absolute else \
                 format_percent(value, digits)
 
-        items, ok = [], True
-        for f, c in self._changes(base, other, metric, filters):
+        items, ok, judged = [], True, []
+        for f, c, res in self._changes(base, other, metric, filters):
             value = c.difference * factor if absolute else c.percent
             ok &= decision.within(value, low, high)
+            # The band's width, in percent of this cell's base (an absolute band too).
+            width = (high - low) / abs(c.base.median * factor) * 100 if absolute else high - low
+            judged.append(Judged(f.run, f.block, c, res, width if c.base.median else None))
             items.append(f"{_where(f, base)}: {shown_value(value)}")
         what = "difference" if absolute else "change"
-        return Condition(ok, f"a {what} of {side_text(other)} over {side_text(base)} between "
-                             f"{shown_value(low)} and {shown_value(high)} ({metric})",
-                         _listing(items))
+        bounds = (f"bounds {shown_value(low)}–{shown_value(high)}" if absolute else
+                  f"bounds {text(low)}–{text(high)} %")
+        return bounded(ok, f"a {what} of {side_text(other)} over {side_text(base)} between "
+                           f"{shown_value(low)} and {shown_value(high)} ({metric})", items,
+                       judged, bounds)
 
     def below(self, metric: str, limit: float, *, unit: str | None = None,
               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
@@ -157,7 +202,7 @@ class Conditions:
                 **filters: Any) -> Condition:
         """The ranges of `base` and `other` overlap in every cell."""
         items, ok = [], True
-        for f, c in self._changes(base, other, metric, filters):
+        for f, c, _ in self._changes(base, other, metric, filters):
             ok &= not c.separated
             items.append(f"{_where(f, base)}: {format_number(c.base.min)}–"
                          f"{format_number(c.base.max)} vs {format_number(c.other.min)}–"
@@ -173,6 +218,7 @@ class Conditions:
         if higher is None:
             raise AnalysisError(f"{metric!r} has no better direction: best() needs one")
         series: dict[tuple[Any, ...], list[Found]] = {}
+        judged: list[Judged] = []
         for f in self.pins.select(metric=metric, **filters):
             rest = tuple(sorted((k, str(v)) for k, v in f.params.items() if k != x))
             series.setdefault((f.run, f.block, f.label, rest), []).append(f)
@@ -184,8 +230,8 @@ class Conditions:
                                     f"{len(cells)} along {x} ({cells[0].describe('parameters')})",
                                     fix=f"select series that vary {x} and hold {x}={text(value)}")
             top = at[0]
-            rivals = [Change(metric, f.cell, top.cell, self.pins.rule(f.run))
-                      for f in cells if f is not top]
+            rivals = [judge(self.pins, f, top, metric) for f in cells if f is not top]
+            judged += [Judged(top.run, top.block, c, nan, None, clear) for c in rivals]
             good = all(c.better is True and (c.clear or not clear) for c in rivals)
             ok &= good
             runner = min(rivals, key=lambda c: abs(c.ratio - 1))
@@ -194,7 +240,7 @@ class Conditions:
                          f"({format_percent(runner.percent)}, {verdict(runner)})")
         word = "clearly best" if clear else "best"
         return Condition(ok, f"{x}={text(value)} {word} along {x} in every series ({metric})",
-                         _listing(items))
+                         _listing(items), tuple(judged))
 
     def saturated(self, low: float, high: float, *, x: str = "clients",
                   **filters: Any) -> Condition:

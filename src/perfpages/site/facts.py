@@ -185,7 +185,11 @@ class Facts:
         return escape.md(text(value, digits, percent, group=False))
 
     def false_positive_rate(self, *, run: str | None = None) -> str:
-        """The chance that two equal labels' ranges do not overlap, for the run's rounds."""
+        """The chance that two equal labels' ranges do not overlap, for the run's rounds; for a
+        method v2 run, its exact test's α."""
+        rule = self.pins.rule(self.pins.aliases(run)[0])
+        if rule.exact:
+            return f"{rule.alpha * 100:g} %"
         rounds = self._run(run).manifest.method.rounds
         return f"{format_number(false_positive_rate(rounds) * 100)} %"
 

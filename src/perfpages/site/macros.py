@@ -11,9 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis import noise
 from perfpages.analysis.decision import Cell, Change
-from perfpages.analysis.method import format_differences, format_percent, format_range
+from perfpages.analysis.method import (
+    format_change,
+    format_differences,
+    format_range,
+    format_resolution,
+)
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
 from perfpages.archive import files, preflight
@@ -21,6 +25,7 @@ from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.pins import Found, Pins, Side
+from perfpages.site.verdicts import judge, noise_rows, resolution
 
 # Unit conversions from a metric's archived unit: (archived, shown) -> factor.
 CONVERSIONS = {("ms", "ms"): 1.0, ("ms", "µs"): 1000.0, ("ms", "us"): 1000.0,
@@ -78,7 +83,8 @@ class Macros:
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
                 "cpu_shares": self.cpu_shares, "given": given,
-                "noise_floor": self.noise_floor, "round_trips": self.round_trips}
+                "noise_floor": self.noise_floor, "round_trips": self.round_trips,
+                "resolution": self.resolution}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
         if dimension == "metric":
@@ -119,7 +125,10 @@ class Macros:
         header = [corner] + [self._header(columns, c, units[c][1] if columns == "metric" else "")
                              for c in col_keys]
         extra = self._change_columns(change, rows, columns, row_keys, col_keys)
-        header += [escape.md(f"{other} vs {change}") for other in extra]
+        # Method v2 runs: each change column is followed by what its comparisons resolve.
+        exact = change is not None and any(self.pins.rule(f.run).exact for f in found)
+        for other in extra:
+            header += [escape.md(f"{other} vs {change}")] + ["resolves"] * exact
         body = []
         for r in row_keys:
             line = [self._header(rows, r, units[r][1] if rows == "metric" else "")]
@@ -131,7 +140,7 @@ class Macros:
                 factor, _ = units[f.metric]  # the unit is in the header, not in every cell
                 line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)))
             for other in extra:
-                line.append(self._change_cell(grid, change, other, r, rows, columns, col_keys))
+                line += self._change_cell(grid, change, other, r, rows, columns, exact)
             body.append(line)
         return "\n\n" + escape.table(header, body) + "\n\n"
 
@@ -149,17 +158,17 @@ class Macros:
         return [k for k in keys if k != base] if columns == "label" else list(col_keys)
 
     def _change_cell(self, grid: dict[tuple[Any, Any], Found], base: str, other: Any, r: Any,
-                     rows: str, columns: str, col_keys: list[Any]) -> str:
+                     rows: str, columns: str, exact: bool) -> list[str]:
+        """The change cell (and, with `exact`, its resolution cell)."""
         if columns == "label":
             a, b = grid.get((r, base)), grid.get((r, other))
         else:  # labels are rows: compare this row's label with the base row, in column `other`
             a, b = grid.get((base, other)), grid.get((r, other))
-            if r == base:
-                return "—"
-        if a is None or b is None:
-            return "—"
-        c = Change(a.metric, a.cell, b.cell, self.pins.rule(a.run))
-        return escape.md(f"{format_percent(c.percent)} ({verdict(c)})")
+        if a is None or b is None or (columns != "label" and r == base):
+            return ["—"] * (1 + exact)
+        c = judge(self.pins, a, b, a.metric)
+        shown = [escape.md(format_change(c, verdict=verdict(c)))]
+        return shown + [escape.md(format_resolution(resolution(self.pins, a, b, c)))] * exact
 
     def figure(self, metric: str, *, unit: str | None = None, digits: int | None = None,
                spread: bool = True, **filters: Any) -> str:
@@ -179,7 +188,7 @@ class Macros:
         the range across cells, with its verdict. `base` and `other` are labels or parameter
         values (`{"threads": 2}`)."""
         pairs = self.pins.pairs(base, other, metric=metric, **filters)
-        changes = [Change(metric, a.cell, b.cell, self.pins.rule(a.run)) for a, b in pairs]
+        changes = [judge(self.pins, a, b, metric) for a, b in pairs]
         if absolute:
             factor, shown = scale(metric, unit)
             text = format_differences([c.difference * factor for c in changes], shown, digits)
@@ -187,9 +196,27 @@ class Macros:
             if unit is not None:
                 raise AnalysisError("unit= needs absolute=True: a change in percent has none")
             text = format_range(changes, digits)
+        if len(changes) == 1 and not absolute:  # one cell: its interval too, under an exact rule
+            return escape.md(format_change(changes[0], digits,
+                                           verdict(changes[0]) if show_verdict else None))
         note = verdict(changes[0]) if len(changes) == 1 else \
             f"{sum(c.clear for c in changes)} of {len(changes)} clear"
         return escape.md(f"{text} ({note})" if show_verdict else text)
+
+    def resolution(self, base: Side, other: Side, metric: str = "throughput",
+                   **filters: Any) -> str:
+        """The smallest change the comparisons of `other` with `base` resolve (80 % power at
+        the run's α, with its A/A pair): "7.9 %", or the range across cells "7.9–15 %"."""
+        pairs = self.pins.pairs(base, other, metric=metric, **filters)
+        found = [resolution(self.pins, a, b, judge(self.pins, a, b, metric)) for a, b in pairs]
+        if not all(self.pins.rule(a.run).exact for a, _ in pairs):
+            raise AnalysisError("resolution() needs a method v2 run (one that records "
+                                "method.rule): the ranges rule states no resolution")
+        low, high = min(found), max(found)
+        if format_resolution(low) == format_resolution(high):
+            return escape.md(format_resolution(high))
+        return escape.md(f"{format_resolution(low).removesuffix(' %')}–"
+                         f"{format_resolution(high)}")
 
     def round_trips(self, metric: str = "p50", *, digits: int | None = None,
                     **filters: Any) -> str:
@@ -255,37 +282,6 @@ class Macros:
                     ("⚠ " if row.clear else "") + f"{row.clear} of {len(row.changes)}",
                     escape.md(f"±{format_number(row.spread * 100, digits)} %")])
         return "\n\n" + escape.table(header, body) + "\n\n"
-
-
-def noise_rows(pins: Pins, alias: str, block: str | None, metric: str | None) -> list[noise.Row]:
-    """The A/A rows of one pinned run (a run without an A/A pair: one error saying how to get
-    one). Without `metric`, each block's declared metrics that have a better direction."""
-    loaded = pins.runs[alias]
-    pairs = noise.same_builds(loaded.manifest)
-    if not pairs:
-        raise AnalysisError(f"run {alias!r} has no A/A pair (two labels with the same build)",
-                            fix="declare one with LabelSpec.again(NAME) and archive a new run")
-    blocks = [block] if block else list(dict.fromkeys(r.block for r in loaded.cells))
-    found = []
-    for b in blocks:
-        present = {r.metric for r in loaded.cells if r.block == b}
-        declared = loaded.manifest.blocks[b].metrics if b in loaded.manifest.blocks else ()
-        metrics = [metric] if metric else [m for m in declared or sorted(present) if m in
-                                           present and info(m).higher_is_better is not None]
-        for m in metrics:
-            for base, other in pairs:
-                try:
-                    cells = pins.pairs(base, other, metric=m, run=alias, block=b)
-                except AnalysisError:
-                    if block and metric:
-                        raise
-                    continue  # a block that ran one label of the pair only
-                found += [(b, x.parameters, f"{other} vs {base}",
-                           Change(m, x.cell, y.cell, pins.rule(alias))) for x, y in cells]
-    if not found:
-        raise AnalysisError(f"no cells of run {alias!r} hold both labels of an A/A pair",
-                            fix="check block= and metric= against `invoke bench.report`")
-    return noise.rows(found)
 
 
 def busy_machine(pins: Pins) -> str:

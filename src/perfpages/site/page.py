@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import jinja2
 import yaml
 
 from perfpages.errors import PerfpagesError
-from perfpages.site import escape, lint
+from perfpages.site import escape, family, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
@@ -31,6 +32,8 @@ FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
 CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
 TOKEN = "\x00{}\x00"
 CLAIM_MARK = re.compile("\x01(\\d+)\x01")
+LATER = "\x02{}\x02"  # a macro over the whole page (verdicts, certification), filled in last
+LATER_MARK = re.compile("\x02(\\d+)\x02")
 GUIDE = "see docs/guide/pages.md"
 
 
@@ -134,11 +137,42 @@ class _Page:
         self.claims: list[Claim] = []
         self.pins, self.store, self.docs, self.nested = pins, store, docs, nested
         self.reproductions: dict[tuple[str, str], dict[str, Any]] = {}
+        self.later: list[Callable[[], str]] = []
+        self.options = family.Options()
         self.namespace: dict[str, Any] = {**Macros(pins).namespace(), **Facts(pins).namespace(),
                                           **Plots(pins, style).namespace(),
                                           **Conditions(pins).namespace(), "claim": self.claim,
                                           "reproduction": self.reproduction,
-                                          "reproduced": self.reproduced}
+                                          "reproduced": self.reproduced,
+                                          "verdicts": self.verdicts,
+                                          "certification": self.certification,
+                                          "certified": self.certified}
+
+    def _later(self, make: Callable[[], str]) -> str:
+        self.later.append(make)
+        return LATER.format(len(self.later) - 1)
+
+    def verdicts(self) -> str:
+        """How many verdicts the page makes, and how many false ones to expect."""
+        return self._later(lambda: family.verdicts_text(self.pins, self.options.holm))
+
+    def certification(self, *, run: str | None = None, block: str | None = None) -> str:
+        """Per pinned run's block: its A/A cells, what it resolves, the smallest change the
+        page claims on it, certified or not."""
+        family.certificates(self.pins, [], run, block)  # a wrong name stops at its line
+        return self._later(lambda: family.certification_table(self.pins, self.claims, run,
+                                                               block))
+
+    def certified(self, block: str, *, run: str | None = None) -> Condition:
+        """The block is certified (settled once every claim of the page is in)."""
+        return family.certified(self.pins, block, run)
+
+    def finish(self, text: str) -> str:
+        """Settle what reads the whole page: certified(), Holm, then the late macros."""
+        self.claims = family.settle(self.claims)
+        if self.options.holm:
+            self.claims = family.holm(self.claims, self.path)
+        return LATER_MARK.sub(lambda m: self.later[int(m.group(1))](), text)
 
     def _reproduce(self, original: str, second: str) -> dict[str, Any]:
         """The reproduction of one pinned run by another, with the claims of every page pinning
@@ -172,10 +206,13 @@ class _Page:
                                  + GUIDE)
         self.claims.append(Claim(self.path, self.offset + _template_line(), str(sentence),
                                  condition))
-        css = "perfpages-claim" + ("" if condition.holds else " perfpages-claim-failed")
-        title = escape.md(f"checked: {condition.expected}")
-        return (f'<span class="{css}" title="{title}">{escape.md(sentence)}</span>'
-                f"\x01{len(self.claims) - 1}\x01")
+        return f"\x01{len(self.claims) - 1}\x01"  # the sentence, once the page is settled
+
+
+def _sentence(claim: Claim) -> str:
+    css = "perfpages-claim" + ("" if claim.holds else " perfpages-claim-failed")
+    title = escape.md(f"checked: {claim.condition.expected}")
+    return f'<span class="{css}" title="{title}">{escape.md(claim.sentence)}</span>'
 
 
 def _environment(path: str, text: str) -> jinja2.Environment:
@@ -196,7 +233,7 @@ def _annotate(text: str, claims: list[Claim]) -> str:
             if not claim.holds:
                 end = next((j for j in range(i, len(lines)) if not lines[j].strip()), len(lines))
                 pending.append((end, claim))
-        lines[i] = CLAIM_MARK.sub("", line)
+        lines[i] = CLAIM_MARK.sub(lambda m: _sentence(claims[int(m.group(1))]), line)
     for end, claim in sorted(pending, key=lambda p: p[0], reverse=True):
         box = ["", '!!! failure "This claim does not hold"', "",
                f"    {escape.md(claim.message)}", ""]
@@ -219,10 +256,11 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
     pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
     warnings = [lint.message(path, offset + f.line, f.figure) for f in lint.check(body)]
     page = _Page(path, offset, pins, style, store, docs, nested)
+    page.options = family.options(meta, path)
     protected, saved = protect(body)
     try:
         template = _environment(path, protected).get_template(path)
-        text = template.render(page.namespace)
+        text = page.finish(template.render(page.namespace))
     except jinja2.TemplateSyntaxError as exc:
         raise PerfpagesError(exc.message or "syntax error", where=path,
                              line=offset + (exc.lineno or 1), key="macro", fix=GUIDE) from None

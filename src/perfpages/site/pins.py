@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfpages.analysis.decision import Cell, Rule
+from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import check_comparable
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
@@ -111,6 +111,8 @@ class Pins:
 
     def __init__(self, runs: dict[str, Loaded]) -> None:
         self.runs = runs
+        # Every comparison the page prints or claims, judged once (perfpages.site.verdicts)
+        self.judged: dict[tuple[object, ...], Change] = {}
 
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,

@@ -186,6 +186,9 @@ def _results(data: dict[str, object]) -> list[str]:
             [escape.md(c) for c in changes["columns"]],
             [[escape.md(c) for c in row] for row in changes["rows"]]), ""]
         out += [f"- {escape.md(s)}" for s in changes["summary"]] + [""]
+    if data.get("certification"):  # method v2 runs: what the A/A pair says of each block
+        out += ["### Certification", "", escape.md(report.CERTIFICATION) + ".", "",
+                *[f"- {escape.md(c['line'])}" for c in data["certification"]], ""]  # type: ignore[attr-defined]
     if data["drift"]:
         out += ["### Floors", "", *[escape.md(report.drift_line(d))
                                     for d in data["drift"]], ""]  # type: ignore[attr-defined]

@@ -1,0 +1,129 @@
+"""The changes `bench report` lists: every label against the base in every cell, with verdicts.
+
+Under the ranges rule (runs archived before method v2) a row is the ratio of medians and its
+verdict, as always. Under an exact rule the row also carries the exact interval of the shift,
+the p-value and the resolution (with the run's A/A pair, `certification.resolution`), and the
+report's JSON carries the raw numbers beside the printed text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from perfpages.analysis import certification
+from perfpages.analysis.decision import Cell, Change, Rule
+from perfpages.analysis.method import (
+    block_metrics,
+    format_change,
+    format_p,
+    format_percent,
+    format_range,
+    format_resolution,
+)
+from perfpages.analysis.metric import format_number, info
+from perfpages.archive.reader import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Found = certification.Found
+COLUMNS = ["block", "parameters", "metric", "labels", "base", "other", "change", "verdict"]
+EXACT_COLUMNS = ["block", "parameters", "metric", "labels", "base", "other", "change (interval)",
+                 "p", "resolves", "verdict"]
+
+
+def cell_text(cell: Cell, digits: int | None = None) -> str:
+    if cell.n == 1:
+        return format_number(cell.median, digits)
+    return (f"{format_number(cell.median, digits)} "
+            f"({format_number(cell.min, digits)}–{format_number(cell.max, digits)})")
+
+
+def metric_header(metric: str) -> str:
+    unit = info(metric).unit
+    return f"{metric} ({unit})" if unit else metric
+
+
+def frame_cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
+    """Every measured cell of a frame, its values in round order, by (block, parameters,
+    label, metric)."""
+    data = frame[frame["kind"] == "measure"]
+    out = {}
+    for key, group in data.groupby(["block", "parameters", "label", "metric"], sort=False):
+        ordered = group.sort_values("round")
+        out[key] = Cell(tuple(ordered["value"].tolist()),
+                        tuple(int(r) for r in ordered["round"]))
+    return out
+
+
+def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
+            rule: Rule) -> list[Found]:
+    """(block, parameters, "other vs base", change) for every pair in every cell the block's
+    metrics with a better direction hold."""
+    cells = frame_cells(frame)
+    measured = frame[frame["kind"] == "measure"]
+    out = []
+    for block in dict.fromkeys(measured["block"]):
+        rows_b = measured[measured["block"] == block]
+        metrics = [m for m in block_metrics(run.manifest, block, set(rows_b["metric"]))
+                   if info(m).higher_is_better is not None]
+        for pkey in dict.fromkeys(rows_b["parameters"]):
+            for metric in metrics:
+                for base, other in pairs:
+                    a = cells.get((block, pkey, base, metric))
+                    b = cells.get((block, pkey, other, metric))
+                    if a and b:
+                        out.append((block, pkey, f"{other} vs {base}",
+                                    Change(metric, a, b, rule)))
+    return out
+
+
+def table(found: list[Found], rule: Rule, aa: list[Found]) -> dict[str, Any]:
+    """The changes table as `bench report` prints it (columns, rows, summary); under an exact
+    rule also `items`, each row's raw numbers."""
+    if not rule.exact:
+        rows = [[block, pkey, metric_header(c.metric), pair, cell_text(c.base),
+                 cell_text(c.other), format_percent(c.percent), c.verdict]
+                for block, pkey, pair, c in found]
+        return {"columns": COLUMNS, "rows": rows, "summary": summary(found)}
+    index = certification.aa_index(aa)
+    rows, items = [], []
+    for block, pkey, pair, c in found:
+        res = certification.resolution(index, block, pkey, c)
+        rows.append([block, pkey, metric_header(c.metric), pair, cell_text(c.base),
+                     cell_text(c.other), format_change(c), format_p(c.p),
+                     format_resolution(res), c.verdict])
+        low, high = c.interval or (None, None)
+        items.append({"block": block, "parameters": pkey, "metric": c.metric, "pair": pair,
+                      "percent": certification.finite(c.percent),
+                      "low_percent": certification.finite(low),
+                      "high_percent": certification.finite(high), "p": c.p,
+                      "resolution_percent": certification.finite(res),
+                      "own_resolution_percent": certification.finite(c.resolution),
+                      "rounds": c.rounds, "clear": c.clear, "verdict": c.verdict})
+    return {"columns": EXACT_COLUMNS, "rows": rows, "summary": summary(found, index),
+            "items": items}
+
+
+def summary(found: list[Found], index: certification.AAIndex | None = None) -> list[str]:
+    """Per block, label pair and metric: the range of the changes with how many are clear;
+    under an exact rule (`index`, the A/A pairs' resolutions) also what they resolve at worst."""
+    return [line for line, _ in summary_lines(found, index)]
+
+
+def summary_lines(found: list[Found],
+                  index: certification.AAIndex | None = None) -> list[tuple[str, int]]:
+    """`summary`'s lines with their clear counts."""
+    groups: dict[tuple[str, str, str], list[Found]] = {}
+    for f in found:
+        groups.setdefault((f[0], f[2], f[3].metric), []).append(f)
+    out = []
+    for (block, pair, metric), group in groups.items():
+        clear = sum(f[3].clear for f in group)
+        tail = ""
+        if index is not None:
+            res, _ = certification.worst(index, group)
+            tail = f"; resolves {format_resolution(res)}"
+        out.append((f"{block}: {pair}, {metric}: {format_range([f[3] for f in group])} "
+                    f"({clear} of {len(group)} clear{tail})", clear))
+    return out

@@ -1,0 +1,115 @@
+"""The verdicts a page makes: every change it prints or claims, judged once by its run's rule.
+
+`judge` makes a comparison's `Change` (by `perfpages.analysis.decision`, the run's recorded
+rule) and notes it in the page's ledger (`Pins.judged`), which `{{ verdicts() }}` counts.
+`resolution` is what a comparison resolves with its run's A/A pair (method v2 runs; see
+`perfpages.analysis.certification`). `Judged` is what a claim rests on: the comparisons, their
+resolutions, the bound the claim puts on each, and whether it needs each verdict clear — what
+`perfpages.site.family` checks over the whole page (certification, Holm's correction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfpages.analysis import certification, decision, noise
+from perfpages.analysis.decision import Change
+from perfpages.analysis.metric import info
+from perfpages.errors import AnalysisError
+from perfpages.site.pins import Found, Pins
+
+
+def judge(pins: Pins, a: Found, b: Found, metric: str) -> Change:
+    """The change of cell `b` over cell `a`, by the rule of `a`'s run, noted in the page's
+    ledger."""
+    change = Change(metric, a.cell, b.cell, pins.rule(a.run))
+    pins.judged[(a.run, a.block, a.parameters, a.label, b.run, b.parameters, b.label,
+                 metric)] = change
+    return change
+
+
+def note(pins: Pins, alias: str, found: list[certification.Found]) -> None:
+    """Note A/A comparisons a page prints or claims (noise_floor, quiet) in its ledger."""
+    for block, pkey, pair, c in found:
+        pins.judged[(alias, block, pkey, pair, c.metric)] = c
+
+
+def aa_found(pins: Pins, alias: str, block: str | None = None,
+             metric: str | None = None) -> list[certification.Found]:
+    """The cells of one pinned run's A/A pairs as (block, parameters, pair, change); [] for a
+    run without a pair. Without `metric`, each block's declared metrics that have a better
+    direction."""
+    loaded = pins.runs[alias]
+    pairs = noise.same_builds(loaded.manifest)
+    blocks = [block] if block else list(dict.fromkeys(r.block for r in loaded.cells))
+    found = []
+    for b in blocks if pairs else []:
+        present = {r.metric for r in loaded.cells if r.block == b}
+        declared = loaded.manifest.blocks[b].metrics if b in loaded.manifest.blocks else ()
+        metrics = [metric] if metric else [m for m in declared or sorted(present) if m in
+                                           present and info(m).higher_is_better is not None]
+        for m in metrics:
+            for base, other in pairs:
+                try:
+                    cells = pins.pairs(base, other, metric=m, run=alias, block=b)
+                except AnalysisError:
+                    if block and metric:
+                        raise
+                    continue  # a block that ran one label of the pair only
+                found += [(b, x.parameters, f"{other} vs {base}",
+                           Change(m, x.cell, y.cell, pins.rule(alias))) for x, y in cells]
+    return found
+
+
+def noise_rows(pins: Pins, alias: str, block: str | None, metric: str | None) -> list[noise.Row]:
+    """The A/A rows of one pinned run (a run without an A/A pair: one error saying how to get
+    one), noted in the page's ledger."""
+    if not noise.same_builds(pins.runs[alias].manifest):
+        raise AnalysisError(f"run {alias!r} has no A/A pair (two labels with the same build)",
+                            fix="declare one with LabelSpec.again(NAME) and archive a new run")
+    found = aa_found(pins, alias, block, metric)
+    if not found:
+        raise AnalysisError(f"no cells of run {alias!r} hold both labels of an A/A pair",
+                            fix="check block= and metric= against `invoke bench.report`")
+    note(pins, alias, found)
+    return noise.rows(found)
+
+
+def aa_index(pins: Pins, alias: str) -> certification.AAIndex:
+    """The resolution of a method v2 run's A/A pairs per (block, parameters, metric), made
+    once per loaded run; {} under the ranges rule or without a pair."""
+    loaded = pins.runs[alias]
+    key = ("aa-index",)
+    if key not in loaded.memo:
+        exact = pins.rule(alias).exact
+        loaded.memo[key] = certification.aa_index(aa_found(pins, alias) if exact else [])
+    return loaded.memo[key]
+
+
+def resolution(pins: Pins, a: Found, b: Found, change: Change) -> float:
+    """The smallest change the comparison of `a` and `b` resolves, with the A/A pairs of
+    their runs (percent; nan under the ranges rule)."""
+    if not change.rule.exact:
+        return change.resolution
+    aa = [aa_index(pins, run).get((f.block, f.parameters, change.metric))
+          for run, f in ((a.run, a), (b.run, b))]
+    known = [r for r in aa if r is not None]
+    return decision.resolves(change.resolution, max(known) if known else None)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One comparison a claim rests on: its run and block, the change, what it resolves, the
+    bound the claim puts on it (`step`, in percent of the base: a one-sided bound, or a
+    band's width; None: no bound), and whether the claim needs its verdict clear."""
+
+    run: str
+    block: str
+    change: Change
+    resolution: float
+    step: float | None = None
+    asserted: bool = False
+
+    @property
+    def finer(self) -> bool:
+        return self.step is not None and decision.finer(self.step, self.resolution)
