@@ -78,6 +78,10 @@ class Options:
     recorded_pins: dict[str, Pin] = field(default_factory=dict)
     replay_of: str | None = None
     preflight_wait: float | None = None  # seconds a block waits for a quiet machine
+    # `bench.calibrate` (run/calibrate.py): reshapes the loaded suite (one block, an A/A
+    # twin, its windows) and puts its own word in the run id.
+    adapt: Callable[[Suite], Suite] | None = None
+    slug: str = ""
 
 
 def run_slug(scope: str, blocks: list[str] | None) -> str:
@@ -187,7 +191,8 @@ class Runner:
         if not o.suite:
             raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
         suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
-        return override(suite, o.refs, o.pins), None
+        suite = override(suite, o.refs, o.pins)
+        return (o.adapt(suite) if o.adapt else suite), None
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
@@ -316,7 +321,8 @@ class Runner:
                  f"1 s of warm-up, on the first label's server before and after each block; "
                  f"server: {where}")
         return Manifest(
-            id=new_run_id(o.results, suite.name, run_slug(suite.scope, o.blocks)),
+            id=new_run_id(o.results, suite.name,
+                          "-".join(filter(None, (o.slug, run_slug(suite.scope, o.blocks))))),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
             started=utc_now(), command=self.redactor.text(redact_command(o.command)),
             harness=machine.harness(),
