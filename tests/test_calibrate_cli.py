@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis.calibration import DESIGNS, TURN_S
+from perfpages.analysis.calibration import DESIGNS
+from perfpages.archive.calibration import TURN_S
 from perfpages.archive.reader import find_runs, open_run, verify
 from sites import perfpages
 from test_calibration import write_calibration

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis.calibration import DESIGNS, TURN_S, Calibration, calibrate, check
+from perfpages.analysis.calibration import DESIGNS, Calibration, calibrate
+from perfpages.archive.calibration import TURN_S, check
 from perfpages.archive.histogram import Latency
 from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
 from perfpages.archive.reader import Run, open_run
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
-from perfpages.errors import AnalysisError
+from perfpages.errors import ArchiveError
 from perfpages.testing import MACHINE, generate
 
 START = datetime(2026, 11, 1, 10, 0, 0)
@@ -130,5 +131,5 @@ def test_too_few_rounds_say_nothing(tmp_path: Path) -> None:
 
 def test_a_run_that_is_not_a_calibration_is_refused(tmp_path: Path) -> None:
     run = generate(tmp_path)
-    with pytest.raises(AnalysisError, match="is not a calibration run"):
+    with pytest.raises(ArchiveError, match="is not a calibration run"):
         check(run.manifest)

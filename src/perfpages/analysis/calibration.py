@@ -31,35 +31,18 @@ from typing import Any
 
 from perfpages.analysis import ranktest
 from perfpages.analysis.decision import Cell, Change, Rule
+from perfpages.archive.calibration import TURN_S, check
 from perfpages.archive.frame import round_metrics
-from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import AnalysisError
 
 DESIGNS = ((5, 8), (10, 4), (20, 2), (40, 1))  # rounds × window seconds: 40 s a label each
-TURN_S = 8  # the seconds a calibration turn measures
-TWIN = "-aa"  # the twin's name: the label's, then this
-SLUG = "calibrate"  # the word in a calibration run's id
 METRICS = ("throughput", "p50")
 ALPHA, POWER = 0.01, 0.80
 BUDGET = 2.0  # a design fits when its block takes at most this × the 5 × 8 s design's time
 EXTRAPOLATE_FROM = 5  # rounds measured, at least, to compute a design's resolution at more
 TESTS = {"paired": "wilcoxon", "unpaired": "mann-whitney"}
-
-
-def twin_of(label: str) -> str:
-    return label + TWIN
-
-
-def check(manifest: Manifest) -> tuple[str, str, str]:
-    """The block, label and twin of a calibration run; anything else: one line."""
-    labels = list(manifest.labels)
-    if (SLUG not in manifest.id.split("-") or len(labels) != 2 or len(manifest.blocks) != 1
-            or labels[1] != twin_of(labels[0])):
-        raise AnalysisError(f"run {manifest.id} is not a calibration run", key="--run",
-                            fix="name a run made by bench.calibrate (its id says calibrate)")
-    return next(iter(manifest.blocks)), labels[0], labels[1]
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from perfpages.analysis.calibration import (
     DESIGNS,
     EXTRAPOLATE_FROM,
     POWER,
-    TURN_S,
     Calibration,
     Design,
     calibrate,
 )
+from perfpages.archive.calibration import TURN_S
 from perfpages.archive.reader import open_run, resolve
 from perfpages.errors import PerfpagesError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from perfpages.analysis.calibration import SLUG, TURN_S, twin_of
+from perfpages.archive.calibration import SLUG, TURN_S, twin_of
 from perfpages.archive.manifest import Method
 from perfpages.errors import PerfpagesError
 from perfpages.run.blocks import floor_windows

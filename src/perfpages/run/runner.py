@@ -78,10 +78,8 @@ class Options:
     recorded_pins: dict[str, Pin] = field(default_factory=dict)
     replay_of: str | None = None
     preflight_wait: float | None = None  # seconds a block waits for a quiet machine
-    # `bench.calibrate` (run/calibrate.py): reshapes the loaded suite (one block, an A/A
-    # twin, its windows) and puts its own word in the run id.
-    adapt: Callable[[Suite], Suite] | None = None
-    slug: str = ""
+    adapt: Callable[[Suite], Suite] | None = None  # run/calibrate.py reshapes the suite loaded
+    slug: str = ""  # a word before the run id's tail (`calibrate`)
 
 
 def run_slug(scope: str, blocks: list[str] | None) -> str:
@@ -191,8 +189,7 @@ class Runner:
         if not o.suite:
             raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
         suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
-        suite = override(suite, o.refs, o.pins)
-        return (o.adapt(suite) if o.adapt else suite), None
+        return (o.adapt or (lambda s: s))(override(suite, o.refs, o.pins)), None
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
