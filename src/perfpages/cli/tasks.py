@@ -91,6 +91,27 @@ def run(c: Context, suite: str | None = None, labels: str | None = None,
     _command(lambda cmd, out: cmd.run_suite(opts, out))
 
 
+@task(help={"suite": "suite name: SUITES/NAME.py", "block": "the block to calibrate",
+            "label": "the label measured against its twin (default: the block's first)",
+            "minutes": "about how long to measure (default 10; fractions allowed)",
+            "run": "read this calibration run back instead of measuring",
+            "quick": "the suite's quick sizes", "seed": "seed of the label order",
+            "format": "term or json", "results": RESULTS_HELP, "suites": SUITES_HELP})
+def calibrate(c: Context, suite: str | None = None, block: str | None = None,
+              label: str | None = None, minutes: str | None = None, run: str | None = None,
+              quick: bool = False, seed: int | None = None, format: str = "term",
+              results: str | None = None, suites: str | None = None) -> None:
+    """Measure one block A/A: this machine's noise, what each design resolves, which to use."""
+    from perfpages.cli import calibrate as command
+
+    s = _settings(results, suites)
+    seed = _guard(lambda: whole_number(seed, "--seed"))
+    line = " ".join([program_name(), *sys.argv[1:]])
+    _command(lambda cmd, out: command.print_calibration(
+        s.results, out, run=run, suite=suite, block=block, label=label, minutes=minutes,
+        fmt=format, benchmarks=s.suites, quick=quick, seed=seed, command=line))
+
+
 @task(help={"results": RESULTS_HELP})
 def list_(c: Context, results: str | None = None) -> None:
     """List every archived run: id, date, suite, scope, status, labels."""
@@ -204,6 +225,7 @@ bench.add_task(report)
 bench.add_task(verify)
 bench.add_task(cite)
 bench.add_task(replay)
+bench.add_task(calibrate)
 
 docs = Collection("docs")
 docs.add_task(build)

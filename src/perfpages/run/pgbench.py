@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,9 @@ class Result:
     per_script: dict[str, Latency] = field(default_factory=dict)
     error: str | None = None
     sampling: float = 1.0  # fraction of the transactions in the logs
+    # Asked for (`run(per_second=True)`, bench.calibrate): the logged transactions second by
+    # second from the first one's start, as (start, latencies, failed or skipped).
+    seconds: list[tuple[str, Latency, int]] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -142,7 +146,7 @@ def parse_logs(files: list[Path], scripts: list[Script], result: Result) -> None
 def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, duration_s: float,
         *, threads: int | None = None, prepared: bool = True,
         defines: dict[str, str] | None = None, env: dict[str, str] | None = None,
-        sampling: float = 1.0, cpus: tuple[int, ...] = ()) -> Result:
+        sampling: float = 1.0, cpus: tuple[int, ...] = (), per_second: bool = False) -> Result:
     """One pgbench run of `duration_s` seconds; problems become `Result.error`, not exceptions.
 
     `sampling` < 1 logs only that fraction of the transactions (`--sampling-rate`): logging
@@ -185,6 +189,8 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
         result.processed = int(summary["processed"]) if "processed" in summary else None
         logs = sorted(Path(tmp).glob("tx.*"))
         parse_logs(logs, scripts, result)
+        if per_second:
+            result.seconds = by_second(logs, seconds)
         if proc.returncode != 0:
             lines = [ln.strip() for ln in (err or out).strip().splitlines() if ln.strip()]
             # The cause (a server ERROR) comes before pgbench's closing "Run was aborted".
@@ -226,3 +232,49 @@ def to_window(block: str, label: str, rnd: int, params: dict[str, Any], kind: st
                   status="failed" if res.error else "ok", error=res.error,
                   requests=res.transactions, errors=res.errors,
                   latency=res.latency if res.latency.count else None, metrics=metrics)
+
+
+def by_second(files: list[Path], seconds: int) -> list[tuple[str, Latency, int]]:
+    """The logged transactions in one-second bins by completion time, counted from the start of
+    the first (connections are made before it): (start, latencies, failed or skipped) each; a
+    late straggler joins the last second."""
+    lines = []
+    for path in files:
+        with path.open() as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) >= 6:
+                    end = int(fields[4]) * 1_000_000 + int(fields[5])
+                    lines.append((end, int(fields[2]) if fields[2].isdigit() else None))
+    n = max(1, seconds)
+    if not lines:
+        return []
+    t0 = min(end - (micros or 0) for end, micros in lines)
+    bins = [Latency() for _ in range(n)]
+    failed = [0] * n
+    for end, micros in lines:
+        index = min(max(0, (end - t0) // 1_000_000), n - 1)
+        if micros is None:
+            failed[index] += 1
+        else:
+            bins[index].record_us(micros)
+    return [(datetime.fromtimestamp(t0 / 1e6 + i, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+             bins[i], failed[i]) for i in range(n)]
+
+
+def to_seconds(whole: Window, res: Result) -> list[Window]:
+    """The one-second windows of a measured window (`run(per_second=True)`), each with its
+    throughput and latencies only; a failed window stays whole, with its error."""
+    if whole.status != "ok" or not res.seconds:
+        return [whole]
+    out = []
+    for index, (start, lat, failed) in enumerate(res.seconds):
+        requests = round(lat.count / res.sampling)
+        metrics: dict[str, float | None] = {"tps": float(requests)}
+        if res.sampling < 1:
+            metrics["log_sampling"] = res.sampling
+        out.append(Window(block=whole.block, label=whole.label, round=whole.round,
+                          params=dict(whole.params), start=start, duration_s=1.0,
+                          kind=whole.kind, window=index, requests=requests, errors=failed,
+                          latency=lat if lat.count else None, metrics=metrics))
+    return out

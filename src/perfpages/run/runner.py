@@ -79,6 +79,8 @@ class Options:
     recorded_pins: dict[str, Pin] = field(default_factory=dict)
     replay_of: str | None = None
     preflight_wait: float | None = None  # seconds a block waits for a quiet machine
+    adapt: Callable[[Suite], Suite] | None = None  # run/calibrate.py reshapes the suite loaded
+    slug: str = ""  # a word before the run id's tail (`calibrate`)
 
 
 def run_slug(scope: str, blocks: list[str] | None) -> str:
@@ -133,7 +135,7 @@ class Runner:
         if not o.suite:
             raise PerfpagesError("no suite named", key="--suite", fix="pass --suite NAME")
         suite = load(o.suite, o.benchmarks, o.quick).select(o.labels, o.blocks)
-        return override(suite, o.refs, o.pins), None
+        return (o.adapt or (lambda s: s))(override(suite, o.refs, o.pins)), None
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
@@ -271,7 +273,8 @@ class Runner:
                         notes += (f"; block {b.name}: subjects restarted every turn, not kept "
                                   f"up: {reason}")
         return Manifest(
-            id=new_run_id(o.results, suite.name, run_slug(suite.scope, o.blocks)),
+            id=new_run_id(o.results, suite.name,
+                          "-".join(filter(None, (o.slug, run_slug(suite.scope, o.blocks))))),
             suite=suite.name, title=suite.title, scope=suite.scope, status="running",
             started=utc_now(), command=self.redactor.text(redact_command(o.command)),
             harness=machine.harness(),

@@ -47,6 +47,7 @@ class PgbenchBlocks:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.per_second = False  # bench.calibrate: one-second windows, as HTTP blocks archive
 
     def parameters(self, block: BlockSpec) -> tuple[str, ...]:
         return ("clients", "delay_ms") if block.delays_ms else ("clients",)
@@ -117,12 +118,14 @@ class PgbenchBlocks:
                     res = pgbench.run(server.bin, target, list(block.scripts),
                                       int(params["clients"]), window_s, prepared=block.prepared,
                                       defines=defines, env=b.env, sampling=block.log_sampling,
-                                      cpus=self.session.cpus("load"))
+                                      cpus=self.session.cpus("load"),
+                                      per_second=self.per_second)
                     w = pgbench.to_window(block.name, name, rnd, params, "measure", start, res)
                     if crossing is not None:
                         w = replace(w, metrics={**w.metrics, **crossing.end(
                             res.transactions + res.errors)})
-                    self.session.append(writer, replace(w, attempt=attempt))
+                    for part in pgbench.to_seconds(w, res) if self.per_second else [w]:
+                        self.session.append(writer, replace(part, attempt=attempt))
                 step(f"{block.name} r{rnd} {name} {params_key(params)}", window_s)
         after = self.session.snapshot(server, suite, settle=True)
         if before and after:
