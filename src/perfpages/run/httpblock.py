@@ -29,6 +29,7 @@ from perfpages.run import collect, profile
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
+from perfpages.run.duet import Duet
 from perfpages.run.postgres import Server
 from perfpages.run.service import Service
 from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
@@ -60,6 +61,7 @@ class HttpBlocks:
         # may name it, so a label moving between the server and the delay proxy is prepared again
         self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
+        self.duet = Duet(session, self._service, self._load)  # duet blocks' turns
 
     @property
     def workdir(self) -> Path:
@@ -118,6 +120,7 @@ class HttpBlocks:
               b: Build, writer: ArchiveWriter) -> None:
         """The subject's health endpoint, closed loop, straight after start: a drift check."""
         assert suite.service is not None
+        self.duet.know(b)  # the block's first label: a duet's base
         params: dict[str, str | int] = {"position": position, "floor": "health",
                                         "callers": FLOOR_CALLERS}
         if writer.has(Window(block.name, FLOOR_LABEL, 0, params, "", 0, kind="floor").key):
@@ -144,6 +147,9 @@ class HttpBlocks:
     def turn(self, suite: Suite, block: HttpBlockSpec, rnd: int, b: Build,
              writer: ArchiveWriter, method: Method, totals: collect.Totals,
              step: Step) -> None:
+        if block.duet:  # two labels' subjects at once
+            self.duet.turn(suite, block, rnd, b, writer, method, step)
+            return
         name = b.label.name
         window_s = block.window_s or method.window_s
 
