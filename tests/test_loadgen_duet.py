@@ -101,6 +101,17 @@ def test_each_caller_alternates_and_callers_start_on_alternate_sides(
     assert ra.total().requests == a.count and rb.total().requests == b.count
 
 
+def test_without_alternation_each_caller_keeps_to_one_target(
+        pair: tuple[Server, Server, Log]) -> None:
+    a, b, log = pair
+    ra, rb = run_each(duet(a, b, duration_s=0.5, callers=3, processes=3, alternate=False))
+    by_caller: dict[int, set[str]] = {}
+    for name, pid in log:
+        by_caller.setdefault(pid, set()).add(name)
+    assert sorted(map(sorted, by_caller.values())) == [["a"], ["a"], ["b"]]  # callers 0, 1, 2
+    assert ra.total().requests == a.count > 0 and rb.total().requests == b.count > 0
+
+
 def test_open_loop_alternates_the_timetable(pair: tuple[Server, Server, Log]) -> None:
     a, b, _ = pair
     ra, rb = run_each(duet(a, b, duration_s=0.5, rate=200, callers=8, processes=2,

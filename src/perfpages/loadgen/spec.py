@@ -87,7 +87,9 @@ class Load:
     URLs, the first the one they are written against); the requests then alternate between
     them, caller k's i-th going to target (k + i) mod n (open loop: each process's i-th due
     request), every target with its own connections and its own windows
-    (`perfpages.loadgen.generator.run_each`). Without `targets`, the requests' own URLs."""
+    (`perfpages.loadgen.generator.run_each`); with `alternate=False`, caller k keeps to target
+    k mod n instead (independent closed loops side by side). Without `targets`, the requests'
+    own URLs."""
 
     requests: tuple[Request, ...] | list[Request]
     duration_s: float
@@ -105,6 +107,7 @@ class Load:
     samples: bool = False  # keep every request's duration (the cold path)
     uvloop: bool = True  # use uvloop where it is installed
     targets: tuple[str, ...] | list[str] = ()  # duet: base URLs the requests alternate between
+    alternate: bool = True  # duet, closed loop: False keeps caller k on target k mod n
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "requests", tuple(self.requests))

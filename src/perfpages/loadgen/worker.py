@@ -331,15 +331,16 @@ class Shard:
 
     async def caller(self, k: int) -> None:
         """Closed loop: the next request as soon as the last one is answered; caller k's i-th
-        request goes to side (k + i) mod n, so the side a caller starts on alternates too."""
+        request goes to side (k + i) mod n, so the side a caller starts on alternates too (or,
+        without `alternate`, always to side k mod n)."""
         slot = self.slot(asyncio.current_task())
         await sleep_until(self.t_start)
         end, send, sides = self.t_end, self.send, self.sides
-        n = len(sides)
+        n, step = len(sides), 1 if self.load.alternate else 0
         i = k % n
         while (now := now_s()) < end:
             await send(now, now, slot, sides[i])
-            i = (i + 1) % n
+            i = (i + step) % n
 
     async def open_loop(self) -> None:
         """Fire on the timetable, never waiting for a response: a request that finds every

@@ -9,7 +9,8 @@ is side 0 flips from round to round. Each label's windows are archived as usual,
 round number, so pairing by round compares windows measured side by side. The base's own turn
 measures nothing (it is measured in its partners' turns); with more than two labels it is
 measured beside each of them, its windows from the j-th pair numbered j, j + P, j + 2P… (P
-pairs), and its round pools them.
+pairs), and its round pools them. Each caller passes through both subjects, so in a closed
+loop both answer the same number of requests: a duet compares latency, not throughput.
 
 Not in a duet: the delay proxy (its counts cannot be split between two subjects), py-spy, the
 Locust engine (refused by `HttpBlockSpec`), and per-label statement totals (both subjects
