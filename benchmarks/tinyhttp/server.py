@@ -2,7 +2,8 @@
 
 GET /health → 200; GET /item?id=N → 200 with a small JSON body; GET /spin → 200 after about a
 millisecond of Python work (something for a profiler to see); GET /fail → 500.
-TINY_DELAY_MS delays every /item (a slower "build"); TINY_EXIT=1 exits at start (a broken one).
+TINY_DELAY_MS delays every /item (a slower "build"); TINY_ITEM_STATUS answers /item with another
+status (a build a test can tell apart); TINY_EXIT=1 exits at start (a broken one).
 """
 
 import json
@@ -12,6 +13,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DELAY = float(os.environ.get("TINY_DELAY_MS", "0")) / 1000.0
+ITEM_STATUS = int(os.environ.get("TINY_ITEM_STATUS", "200"))
 
 
 def spin() -> int:
@@ -32,7 +34,7 @@ class Handler(BaseHTTPRequestHandler):
             status, body = 200, b"ok"
         elif self.path.startswith("/item"):
             time.sleep(DELAY)
-            status, body = 200, json.dumps({"path": self.path}).encode()
+            status, body = ITEM_STATUS, json.dumps({"path": self.path}).encode()
         elif self.path == "/spin":
             status, body = 200, str(spin()).encode()
         else:

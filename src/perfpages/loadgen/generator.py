@@ -2,7 +2,8 @@
 
 `run(Load(...))` drives the subject from separate processes (spawned, so the caller's own work never
 competes with the event loop that times requests) and returns a `LoadResult` whose 1 s windows
-become archive `Window`s. The event loops themselves live in `perfpages.loadgen.worker`.
+become archive `Window`s; `run_each` runs a duet Load (several `targets`) and returns one
+`LoadResult` per target. The event loops themselves live in `perfpages.loadgen.worker`.
 """
 
 from __future__ import annotations
@@ -135,6 +136,22 @@ def merge_parts(load: Load, parts: list[dict[str, Any]]) -> LoadResult:
 def run(load: Load, *, start_timeout_s: float = 60.0, cpus: tuple[int, ...] = ()) -> LoadResult:
     """Run the load from `load.processes` spawned processes and merge what they measured;
     `cpus` pins them (they wait for the start instant, so pinning after the spawn is in time)."""
+    if load.targets:
+        raise PerfpagesError(f"a Load with {len(load.targets)} targets has a result per target",
+                             key="load.targets", fix="call perfpages.loadgen.generator.run_each")
+    return run_each(load, start_timeout_s=start_timeout_s, cpus=cpus)[0]
+
+
+def run_each(load: Load, *, start_timeout_s: float = 60.0,
+             cpus: tuple[int, ...] = ()) -> list[LoadResult]:
+    """`run`, one result per target (in `load.targets`' order; one for a Load without)."""
+    parts = _run_parts(load, start_timeout_s, cpus)
+    # Each process reports every side: merged side by side, each a LoadResult of its own.
+    return [merge_parts(load, [{**part, **part["sides"][i]} for part in parts])
+            for i in range(len(parts[0]["sides"]))]
+
+
+def _run_parts(load: Load, start_timeout_s: float, cpus: tuple[int, ...]) -> list[dict[str, Any]]:
     ctx = multiprocessing.get_context("spawn")
     pipes, procs = [], []
     finished = False
@@ -167,7 +184,7 @@ def run(load: Load, *, start_timeout_s: float = 60.0, cpus: tuple[int, ...] = ()
             if proc.is_alive():
                 proc.kill()
                 proc.join()
-    return merge_parts(load, parts)
+    return parts
 
 
 def _expect(pipe: Any, what: str, timeout_s: float) -> Any:

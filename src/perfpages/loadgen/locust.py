@@ -80,6 +80,9 @@ def _check(load: Load, workers: int, expect_remote: int) -> None:
     if workers < 0 or expect_remote < 0 or workers + expect_remote < 1:
         raise PerfpagesError(f"{workers} local and {expect_remote} remote Locust workers",
                              key="loadgen.locust", fix="run at least one worker")
+    if load.targets:
+        raise PerfpagesError("Locust sends to one target: no duet", key="load.targets",
+                             fix="use perfpages' own generator (generator.run_each)")
     if load.callers < workers + expect_remote:
         raise PerfpagesError(f"{load.callers} callers cannot be shared by "
                              f"{workers + expect_remote} workers", key="load.callers",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from yarl import URL
@@ -81,7 +81,15 @@ class Load:
     Open loop with a `rate` (requests/s over all processes) or `share` × `capacity` (e.g. 0.75 of
     the throughput a closed-loop run just measured): requests fire on a fixed timetable over at most
     `callers` connections; one still waiting for a connection `drop_after_s` past its intended start
-    is dropped and counted."""
+    is dropped and counted.
+
+    Duet: `targets` names several base URLs (each a scheme://host:port prefix of the requests'
+    URLs, the first the one they are written against); the requests then alternate between
+    them, caller k's i-th going to target (k + i) mod n (open loop: each process's i-th due
+    request), every target with its own connections and its own windows
+    (`perfpages.loadgen.generator.run_each`); with `alternate=False`, caller k keeps to target
+    k mod n instead (independent closed loops side by side). Without `targets`, the requests'
+    own URLs."""
 
     requests: tuple[Request, ...] | list[Request]
     duration_s: float
@@ -98,12 +106,16 @@ class Load:
     seed: int = 0
     samples: bool = False  # keep every request's duration (the cold path)
     uvloop: bool = True  # use uvloop where it is installed
+    targets: tuple[str, ...] | list[str] = ()  # duet: base URLs the requests alternate between
+    alternate: bool = True  # duet, closed loop: False keeps caller k on target k mod n
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "requests", tuple(self.requests))
+        object.__setattr__(self, "targets", tuple(self.targets))
         if not self.requests or not all(isinstance(r, Request) for r in self.requests):
             raise _bad("load.requests", "no request templates given",
                        "pass a list of perfpages.Request")
+        self._check_targets()
         for key in ("duration_s", "window_s", "timeout_s"):
             value = getattr(self, key)
             if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
@@ -136,6 +148,38 @@ class Load:
             if value is not None and not (value > 0 and math.isfinite(value)):
                 raise _bad(f"load.{key}", f"{key} must be > 0 (got {value!r})",
                            "give a positive number")
+
+    def _check_targets(self) -> None:
+        targets = self.targets
+        if not targets:
+            return
+        if len(targets) < 2 or len(set(targets)) != len(targets):
+            raise _bad("load.targets", f"{len(targets)} targets, {len(set(targets))} distinct",
+                       "give two or more distinct base URLs, or none")
+        for t in targets:
+            try:
+                url = URL(t) if isinstance(t, str) else None
+            except (ValueError, TypeError):
+                url = None
+            if url is None or url.scheme not in ("http", "https") or not url.host \
+                    or url.path not in ("", "/") or url.query_string or url.fragment:
+                raise _bad("load.targets", f"{t!r} is not a base URL (scheme://host:port)",
+                           "give each target's origin, e.g. http://127.0.0.1:8000")
+        first = targets[0]
+        for r in self.requests:
+            rest = r.url[len(first):]
+            if not r.url.startswith(first) or not (first.endswith("/") or rest[:1] in "/?"):
+                raise _bad("load.targets", f"request {r.url!r} is not under the first target "
+                           f"{targets[0]!r}", "write the requests against the first target")
+        self.sides()  # each target's requests valid (their own one-line errors)
+
+    def sides(self) -> list[tuple[Request, ...]]:
+        """Each target's requests: the same paths, headers and bodies on its own origin."""
+        if not self.targets:
+            return [self.requests]
+        first = self.targets[0]
+        return [tuple(replace(r, url=t + r.url[len(first):]) for r in self.requests)
+                for t in self.targets]
 
     @property
     def open_loop(self) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 from perfpages.archive.histogram import Latency
 from perfpages.loadgen.client import ConnectError, Connection, HttpError, Origin, fetch, now_s
-from perfpages.loadgen.spec import Load
+from perfpages.loadgen.spec import Load, Request
 from perfpages.loadgen.tally import Tally
 from perfpages.loadgen.template import Template
 
@@ -115,6 +115,41 @@ IDLE = float("inf")  # a slot's deadline with no request in flight
 FLUSH_AT = 1 << 16  # values a bucket may hold before it is recorded mid-window (bounds memory)
 
 
+class Side:
+    """One target's share of this process: its templates, windows and kept samples (a Load
+    without `targets` has one side; a duet, one per target)."""
+
+    __slots__ = ("buckets", "fixed", "samples", "templates", "warm", "warm_bucket", "windows")
+
+    def __init__(self, load: Load, requests: tuple[Request, ...]) -> None:
+        self.templates = [Template(r) for r in requests]
+        # One template without placeholders (the usual benchmark): the same request every time.
+        only = self.templates[0]
+        self.fixed = only.static if len(self.templates) == 1 and not only.fill else None
+        self.windows = [Tally(index=i, duration_s=d) for i, d in enumerate(load.windows())]
+        self.warm = Tally(index=-1, duration_s=load.warmup_s)
+        self.buckets = [Bucket(t) for t in self.windows]
+        self.warm_bucket = Bucket(self.warm) if load.warmup_s > 0 else self.buckets[0]
+        self.samples: list[str] = []
+
+    def flush(self) -> None:
+        self.warm_bucket.flush()
+        for bucket in self.buckets:
+            bucket.flush()
+
+    def report(self, load: Load) -> dict[str, Any]:
+        tallies = ([self.warm] if load.warmup_s > 0 else []) + self.windows
+        return {"windows": [t.to_json() for t in tallies], "samples": self.samples}
+
+    def share_health(self, first: Side) -> None:
+        """The generator's own figures (its event loop's lag, its CPU), which the probe records
+        on the first side: one loop serves every target, so each side's windows carry them."""
+        for mine, theirs in zip([self.warm, *self.windows], [first.warm, *first.windows],
+                                strict=True):
+            mine.loop_lag.merge(theirs.loop_lag)
+            mine.cpu_s, mine.cpu_max_s = theirs.cpu_s, theirs.cpu_max_s
+
+
 class Shard:
     """This process's share of the load, and its windows."""
 
@@ -123,49 +158,43 @@ class Shard:
         self.open = load.open_loop
         self.timeout_s = load.timeout_s
         self.callers = load.callers_of(shard)
+        # This process's callers' numbers among all processes' (which target each starts on).
+        self.first_caller = sum(load.callers_of(s) for s in range(shard))
         self.rng = random.Random(f"{load.seed}:params:{shard}")
-        self.templates = [Template(r) for r in load.requests]
-        # One template without placeholders (the usual benchmark): the same request every time.
-        only = self.templates[0]
-        self.fixed = only.static if len(self.templates) == 1 and not only.fill else None
+        self.sides = [Side(load, requests) for requests in load.sides()]
+        self.main = self.sides[0]  # the probe's, and a single-target Load's only one
         total = 0.0
         self.cumulative = []
         for r in load.requests:
             total += r.weight
             self.cumulative.append(total)
-        self.lengths = load.windows()
-        self.windows = [Tally(index=i, duration_s=d) for i, d in enumerate(self.lengths)]
-        self.warm = Tally(index=-1, duration_s=load.warmup_s)
-        self.buckets = [Bucket(t) for t in self.windows]
-        self.window_s, self.last = load.window_s, len(self.buckets) - 1  # for bucket_at()
-        self.warm_bucket = Bucket(self.warm) if load.warmup_s > 0 else self.buckets[0]
-        self.samples: list[str] = []
+        self.window_s, self.last = load.window_s, len(load.windows()) - 1  # for bucket_at()
         self.t0 = self.t_start = self.t_end = 0.0
         self.free = self.callers
-        self.backlog: deque[float] = deque()
+        self.backlog: deque[tuple[float, Side]] = deque()
         self.stopping = False
         self.slots: list[Slot] = []  # at most one per caller
         self.spare: list[Slot] = []  # open loop: slots of chains that have ended
         self.parent = os.getppid()
 
-    def pick(self) -> Template:
-        if len(self.templates) == 1:
-            return self.templates[0]
+    def pick(self, side: Side) -> Template:
+        templates = side.templates
+        if len(templates) == 1:
+            return templates[0]
         x = self.rng.random() * self.cumulative[-1]
-        return self.templates[bisect.bisect_right(self.cumulative, x)]
+        return templates[bisect.bisect_right(self.cumulative, x)]
 
-    def bucket_at(self, t: float) -> Bucket:
+    def bucket_at(self, t: float, side: Side) -> Bucket:
         if t < self.t0:
-            return self.warm_bucket
-        return self.buckets[min(int((t - self.t0) / self.window_s), self.last)]
+            return side.warm_bucket
+        return side.buckets[min(int((t - self.t0) / self.window_s), self.last)]
 
-    def tally_at(self, t: float) -> Tally:
-        return self.bucket_at(t).tally
+    def tally_at(self, t: float, side: Side) -> Tally:
+        return self.bucket_at(t, side).tally
 
     def flush(self) -> None:
-        self.warm_bucket.flush()
-        for bucket in self.buckets:
-            bucket.flush()
+        for side in self.sides:
+            side.flush()
 
     def slot(self, task: asyncio.Task[Any] | None = None) -> Slot:
         slot = Slot(task)
@@ -189,7 +218,8 @@ class Shard:
             if self.open:
                 await self.open_loop()
             else:
-                await asyncio.gather(*(self.caller() for _ in range(self.callers)))
+                await asyncio.gather(*(self.caller(self.first_caller + j)
+                                       for j in range(self.callers)))
             self.stopping = True
             cpu_s = await probe
             await watchdog
@@ -198,20 +228,22 @@ class Shard:
                 for conn in slot.conns.values():
                     conn.close()
         self.flush()
-        tallies = ([self.warm] if load.warmup_s > 0 else []) + self.windows
-        return {"windows": [t.to_json() for t in tallies], "samples": self.samples,
-                "started": start_at, "cpu_s": cpu_s}
+        for side in self.sides[1:]:
+            side.share_health(self.main)
+        return {"sides": [side.report(load) for side in self.sides], "started": start_at,
+                "cpu_s": cpu_s}
 
     async def probe(self) -> float:
         """Sample the event loop's wake-up lag and this process's CPU time, window by window."""
         await sleep_until(self.t_start)
-        current, cpu_prev, measured = self.tally_at(now_s()), time.process_time(), 0.0
+        main = self.main
+        current, cpu_prev, measured = self.tally_at(now_s(), main), time.process_time(), 0.0
         while True:
             target = now_s() + PROBE_S
             await asyncio.sleep(PROBE_S)
             now = now_s()
             finished = now >= self.t_end or self.stopping
-            here = current if finished else self.tally_at(now)
+            here = current if finished else self.tally_at(now, main)
             here.loop_lag.record_us(max((now - target) * 1e6, 1.0))
             self.exit_if_orphaned()
             if here is not current or finished:
@@ -226,18 +258,18 @@ class Shard:
             if finished:
                 return measured
 
-    async def send(self, intended: float, sent: float, slot: Slot) -> None:
-        """One request, due at `intended` and started at `sent`. Closed loop: latency
+    async def send(self, intended: float, sent: float, slot: Slot, side: Side) -> None:
+        """One request to `side`, due at `intended` and started at `sent`. Closed loop: latency
         runs from the moment the request went to the socket, as wrk's does; open loop: from
         `intended` (coordinated omission corrected), with service time from the socket."""
-        bucket = self.bucket_at(intended)
+        bucket = self.bucket_at(intended, side)
         tally = bucket.tally
         tally.requests += 1
         status: int | str
         slot.deadline = sent + self.timeout_s
         wire = done = sent
         try:
-            origin, data, no_body, idempotent = self.fixed or self.pick().make(self.rng)
+            origin, data, no_body, idempotent = side.fixed or self.pick(side).make(self.rng)
             # The body is read to its end, counted, not kept (its arrival, not its content, is
             # measured); redirects are not followed (a 3xx counts as such).
             conn = await fetch(slot.conns, origin, data, no_body, idempotent)
@@ -273,11 +305,11 @@ class Shard:
             if len(values) >= FLUSH_AT:
                 bucket.flush()
             if done < self.t_end:
-                self.bucket_at(done).tally.completed += 1
+                self.bucket_at(done, side).tally.completed += 1
             if intended >= self.t0 and latency * 1000.0 > tally.slowest_ms:
                 tally.note_slowest(latency * 1000.0, intended - self.t0)
         if self.load.samples and intended >= self.t0:
-            self.samples.append(f"{intended - self.t0:.6f},{latency * 1000.0:.3f},"
+            side.samples.append(f"{intended - self.t0:.6f},{latency * 1000.0:.3f},"
                                 f"{(done - wire) * 1000.0:.3f},{status},{self.shard}\n")
 
     def exit_if_orphaned(self) -> None:
@@ -297,13 +329,18 @@ class Shard:
                     slot.expired = True
                     slot.task.cancel()  # type: ignore[union-attr]
 
-    async def caller(self) -> None:
-        """Closed loop: the next request as soon as the last one is answered."""
+    async def caller(self, k: int) -> None:
+        """Closed loop: the next request as soon as the last one is answered; caller k's i-th
+        request goes to side (k + i) mod n, so the side a caller starts on alternates too (or,
+        without `alternate`, always to side k mod n)."""
         slot = self.slot(asyncio.current_task())
         await sleep_until(self.t_start)
-        end, send = self.t_end, self.send
+        end, send, sides = self.t_end, self.send, self.sides
+        n, step = len(sides), 1 if self.load.alternate else 0
+        i = k % n
         while (now := now_s()) < end:
-            await send(now, now, slot)
+            await send(now, now, slot, sides[i])
+            i = (i + step) % n
 
     async def open_loop(self) -> None:
         """Fire on the timetable, never waiting for a response: a request that finds every
@@ -318,37 +355,41 @@ class Shard:
         t = self.t_start + (arrivals.expovariate(rate) if poisson
                             else self.shard / load.offered_rate)
         tasks: set[asyncio.Task[None]] = set()
+        sides, arrival = self.sides, self.shard  # due request i: side (shard + i) % n
         while t < self.t_end:
             now = now_s()
             if t > now:
                 await asyncio.sleep(t - now)
                 now = now_s()
             while t <= now and t < self.t_end:
-                self.tally_at(t).offered += 1
+                side = sides[arrival % len(sides)]
+                arrival += 1
+                self.tally_at(t, side).offered += 1
                 if self.free > 0:
                     self.free -= 1
                     slot = self.spare.pop() if self.spare else self.slot()
                     # The chain runs from the loop's next turn: its slot knows its task by then.
-                    slot.task = task = loop.create_task(self.chain(t, slot))
+                    slot.task = task = loop.create_task(self.chain(t, side, slot))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                 else:
-                    self.backlog.append(t)
+                    self.backlog.append((t, side))
                 t += arrivals.expovariate(rate) if poisson else 1.0 / rate
         while tasks:
             await asyncio.gather(*list(tasks))
 
-    async def chain(self, t: float, slot: Slot) -> None:
-        """Hold one connection slot while the backlog has requests, oldest first."""
+    async def chain(self, t: float, side: Side, slot: Slot) -> None:
+        """Hold one connection slot while the backlog has requests, oldest first (its
+        connections, one per target, serve every side)."""
         limit = self.load.drop_limit_s
         while True:
             sent = now_s()
             if sent - t > limit:
-                self.tally_at(t).drops += 1
+                self.tally_at(t, side).drops += 1
             else:
-                await self.send(t, sent, slot)
+                await self.send(t, sent, slot, side)
             if not self.backlog:
                 break
-            t = self.backlog.popleft()
+            t, side = self.backlog.popleft()
         self.spare.append(slot)
         self.free += 1

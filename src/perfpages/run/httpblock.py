@@ -35,6 +35,7 @@ from perfpages.run import collect, profile
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
+from perfpages.run.duet import Duet
 from perfpages.run.postgres import Server
 from perfpages.run.service import Service
 from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
@@ -80,6 +81,7 @@ class HttpBlocks:
         self.warm = False  # this block keeps its subjects up across its rounds
         # (label, env, delayed) -> its subject kept up, and the server it is connected to
         self.running: dict[tuple[str, str, bool], tuple[Service, Server]] = {}
+        self.duet = Duet(session, self._service, self._load)  # duet blocks' turns
 
     @property
     def workdir(self) -> Path:
@@ -151,6 +153,7 @@ class HttpBlocks:
               b: Build, writer: ArchiveWriter) -> None:
         """The subject's health endpoint, closed loop, straight after start: a drift check."""
         assert suite.service is not None
+        self.duet.know(b)  # the block's first label: a duet's base
         params: dict[str, str | int] = {"position": position, "floor": "health",
                                         "callers": FLOOR_CALLERS}
         if writer.has(Window(block.name, FLOOR_LABEL, 0, params, "", 0, kind="floor").key):
@@ -194,6 +197,10 @@ class HttpBlocks:
     def turn(self, suite: Suite, block: HttpBlockSpec, rnd: int, b: Build,
              writer: ArchiveWriter, method: Method, totals: collect.Totals,
              step: Step, only: frozenset[str] | None = None, attempt: int = 1) -> None:
+        if block.duet:  # two labels' subjects at once; busy duet windows are not measured again
+            if attempt == 1:
+                self.duet.turn(suite, block, rnd, b, writer, method, step)
+            return
         name = b.label.name
         window_s = block.window_s or method.window_s
 

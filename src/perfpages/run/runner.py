@@ -45,7 +45,7 @@ from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.locust import engine_text
-from perfpages.run import collect, machine, signals, sqlblock
+from perfpages.run import collect, duet, machine, signals, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
@@ -146,6 +146,7 @@ class Runner:
             raise PerfpagesError(f"labels with pg_settings need the embedded server: "
                                  f"{', '.join(tuned)}", key="--dsn",
                                  fix="drop --dsn, or choose other labels with --labels")
+        duet.check(suite)  # a duet block's labels can share the server
         # CPU placement: a resumed run keeps its own, a replay the one it recorded.
         method = recorded.method if recorded else o.method
         self.session.placement = method.placement if method else suite.placement.to_json()
@@ -288,9 +289,10 @@ class Runner:
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
                                   metrics=b.metrics,
                                   parameters=self.driver(b).parameters(b),
-                                  engine=engine_text(b.workers, b.remote_workers)
-                                  if isinstance(b, HttpBlockSpec) and b.engine == "locust"
-                                  else "")
+                                  engine=(engine_text(b.workers, b.remote_workers)
+                                          if b.engine == "locust" else
+                                          duet.engine_text(suite, b) if b.duet else "")
+                                  if isinstance(b, HttpBlockSpec) else "")
                     for b in suite.blocks})
 
     def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:

@@ -175,7 +175,10 @@ class HttpBlockSpec:
 
     `labels`/`rounds`/`window_s` narrow the suite's defaults for this block (a cold path of
     one long round on one build, say). `flamegraph` samples the subject with py-spy during the
-    first case of round 1, for every label, and files the CPU shares by `flame_rules`."""
+    first case of round 1, for every label, and files the CPU shares by `flame_rules`.
+    `duet` runs each other label's subject at the same time as the first label's, on one
+    PostgreSQL server, the load alternating between them request by request (see
+    `perfpages.run.duet`): an option to be proven by its own A/A pair, not a default."""
 
     name: str
     cases: tuple[HttpCase, ...]
@@ -190,6 +193,7 @@ class HttpBlockSpec:
     engine: Literal["perfpages", "locust"] = "perfpages"
     workers: int = 1  # Locust: local worker processes
     remote_workers: int = 0  # Locust: workers the master waits for (`perfpages loadgen.worker`)
+    duet: bool = False  # two labels' subjects at once, the load alternating (perfpages.run.duet)
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -206,6 +210,12 @@ class HttpBlockSpec:
             raise PerfpagesError(f"block {self.name!r}: workers need engine=\"locust\", at "
                                  "least one local", key=f"blocks.{self.name}.workers",
                                  fix='set engine="locust", workers >= 1, remote_workers >= 0')
+        what = ("the Locust engine" if self.engine != "perfpages" else "a flame graph"
+                if self.flamegraph else "delay_ms" if any(c.delay_ms is not None
+                                                          for c in self.cases) else "")
+        if self.duet and what:
+            raise PerfpagesError(f"block {self.name!r} runs as a duet, which cannot take {what}",
+                                 key=f"blocks.{self.name}.duet", fix=f"drop duet=True or {what}")
 
     @property
     def parameters(self) -> tuple[str, ...]:
