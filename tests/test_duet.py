@@ -28,7 +28,8 @@ def duet_suite(tmp_path: Path, labels: str) -> Path:
     shutil.copytree(ROOT / "benchmarks" / "tinyhttp", bench / "tinyhttp")
     source = (ROOT / "benchmarks" / "tinyhttp.py").read_text()
     assert CALLS in source and LABELS in source
-    source = source.replace(CALLS, CALLS[:-1] + ", duet=True)").replace(LABELS, labels)
+    duet = CALLS[:-1] + ", metrics=('p50', 'p99'), duet=True)"  # a duet compares latency
+    source = source.replace(CALLS, duet).replace(LABELS, labels)
     (bench / "tinyhttp.py").write_text(source)
     return bench
 
@@ -96,6 +97,8 @@ def test_what_a_duet_cannot_take(extra: dict[str, object], what: str) -> None:
     with pytest.raises(PerfpagesError, match=f"a duet, which cannot take {what}") as info:
         HttpBlockSpec("calls", (case,), duet=True, **extra)  # type: ignore[arg-type]
     assert info.value.key == "blocks.calls.duet"
+    with pytest.raises(PerfpagesError, match="cannot take throughput among its metrics"):
+        HttpBlockSpec("calls", (case,), duet=True)  # default metrics: throughput first
     with pytest.raises(PerfpagesError, match="a duet, which cannot take delay_ms"):
         HttpBlockSpec("calls", (HttpCase({"call": "x"}, lambda turn: None, delay_ms=1),),
-                      duet=True)
+                      duet=True, metrics=("p50",))
