@@ -7,6 +7,7 @@ driver owns what one label's turn in one round does, and archives its windows th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -23,9 +24,17 @@ from perfpages.run.clusters import Clusters
 from perfpages.run.delay import Crossing, DelayProxy
 from perfpages.run.postgres import Server, Target
 from perfpages.run.preflight import Watch, wait_limit
-from perfpages.run.suite import Suite
+from perfpages.run.suite import HttpCase, Suite
 
 Step = Callable[[str, float], None]  # progress: what is running, seconds of the estimate done
+
+
+def case_groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
+    """An HTTP block's cases by environment: each group shares one start of its subject(s)."""
+    out: dict[str, list[HttpCase]] = {}
+    for case in cases:
+        out.setdefault(json.dumps(case.env, sort_keys=True), []).append(case)
+    return list(out.values())
 
 
 def floor_windows(floor_s: float) -> int:

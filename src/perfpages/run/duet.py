@@ -32,7 +32,7 @@ from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.errors import PerfpagesError
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen.spec import Load
-from perfpages.run.blocks import Session, Step
+from perfpages.run.blocks import Session, Step, case_groups
 from perfpages.run.builds import Build
 from perfpages.run.postgres import Server
 from perfpages.run.service import Service
@@ -76,14 +76,6 @@ def engine_text(suite: Suite, block: HttpBlockSpec) -> str:
             "on one PostgreSQL, the load alternating between them request by request")
 
 
-def _groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
-    """Cases with the same environment share one start of both subjects."""
-    out: dict[str, list[HttpCase]] = {}
-    for case in cases:
-        out.setdefault(json.dumps(case.env, sort_keys=True), []).append(case)
-    return list(out.values())
-
-
 class Duet:
     """The turns of duet blocks, for `perfpages.run.httpblock.HttpBlocks`, with its way of
     making a label's subject and a case's load."""
@@ -112,7 +104,7 @@ class Duet:
                                  key=f"blocks.{block.name}.duet")
         pair = Pair(self, suite, block, rnd, (first, b), names.index(name) - 1,
                     len(names) - 1, writer, method)
-        for group in _groups(block.cases):
+        for group in case_groups(block.cases):
             pair.run(group, step)
 
 

@@ -32,7 +32,7 @@ from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
 from perfpages.run import collect, profile
-from perfpages.run.blocks import Session, Step, floor_windows
+from perfpages.run.blocks import Session, Step, case_groups, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
 from perfpages.run.duet import Duet
@@ -59,13 +59,6 @@ def restart_reason(builds: list[Build]) -> str:
     if len({json.dumps(b.label.pg_settings, sort_keys=True, default=str) for b in builds}) > 1:
         return "its labels set different pg_settings (PostgreSQL restarts between them)"
     return ""
-
-
-def _groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
-    out: dict[str, list[HttpCase]] = {}
-    for case in cases:
-        out.setdefault(json.dumps(case.env, sort_keys=True), []).append(case)
-    return list(out.values())
 
 
 class HttpBlocks:
@@ -212,7 +205,7 @@ class HttpBlocks:
                                          attempt=attempt).key)
 
         base = f"diagnostics/{block.name}/{slug(name)}"
-        for group in _groups(block.cases):
+        for group in case_groups(block.cases):
             if not any(wanted(c) for c in group):
                 step(f"{block.name} r{rnd} {name}: archived", window_s * len(group))
                 continue
