@@ -4,6 +4,7 @@ because each only displays what perfpages.analysis.decision decided on the raw v
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -25,8 +26,10 @@ from perfpages.testing import MACHINE
 SCALE = 100  # throughput = requests / duration: hundredths of a request per second
 
 
-def write_run(results: Path, base: list[int], other: list[int], min_rounds: int) -> str:
-    """A run whose rounds of throughput are exactly base/100 and other/100."""
+def write_run(results: Path, base: list[int], other: list[int], min_rounds: int = 5,
+              rule: dict[str, Any] | None = None) -> str:
+    """A run whose rounds of throughput are exactly base/100 and other/100, decided by `rule`
+    (`method.rule`; None: ranges apart)."""
     # Two builds (b sets an environment): the same build twice would be an A/A pair, whose clear
     # "loss" is the machine's noise and never counts for --fail-on loss.
     labels = {name: Label(name, Pin("none", note="generated"),
@@ -35,8 +38,9 @@ def write_run(results: Path, base: list[int], other: list[int], min_rounds: int)
         id="2026-11-01-decision", suite="synthetic", title="Generated rounds (not a measurement)",
         scope="synthetic", status="running", started="2026-11-01T10:00:00Z",
         command="tests/test_decision.py", harness={"version": "synthetic", "commit": None},
-        labels=labels, method=Method(rounds=len(base), order="fixed", seed=1, warmup_s=0,
-                                     window_s=1, min_rounds=min_rounds),
+        labels=labels, method=Method(rounds=len(base), order="shuffle" if rule else "fixed",
+                                     seed=1, warmup_s=0, window_s=1, min_rounds=min_rounds,
+                                     rule=rule),
         machine=MACHINE, blocks={"blk": Block("blk", title="blk", metrics=("throughput",))})
     with ArchiveWriter.create(results, manifest) as writer:
         for rnd, values in enumerate(zip(base, other, strict=True), start=1):

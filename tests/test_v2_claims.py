@@ -15,16 +15,14 @@ from hypothesis import strategies as st
 from perfpages.analysis import report
 from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import format_resolution
-from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
 from perfpages.archive.reader import open_run
-from perfpages.archive.window import Window
-from perfpages.archive.writer import ArchiveWriter
 from perfpages.site.claims import Conditions
 from perfpages.site.macros import Macros
 from perfpages.site.pins import Pins
 from perfpages.site.store import RunStore
-from perfpages.testing import MACHINE, generate
+from perfpages.testing import generate
 from sites import DEMO, Failed, build_site
+from test_decision import SCALE, write_run
 from v2runs import V2, write_v2
 
 NOISY = "2026-12-05-synthetic-v2-noisy"  # +30 %, window noise 15 %: resolves about 21 %
@@ -201,26 +199,6 @@ def test_holm_needs_p_values_and_a_valid_option(tmp_path: Path, results: Path) -
 
 # The property: one decision, shown alike everywhere, under the exact rule.
 
-SCALE = 100
-
-
-def write_exact(results: Path, base: list[int], other: list[int], test: str) -> str:
-    labels = {name: Label(name, Pin("none", note="generated"),
-                          env={"BUILD": name} if name == "b" else {}) for name in ("a", "b")}
-    manifest = Manifest(
-        id="2026-12-08-exact", suite="synthetic", title="Generated rounds (not a measurement)",
-        scope="synthetic", status="running", started="2026-12-08T10:00:00Z",
-        command="tests/test_v2_claims.py", harness={"version": "synthetic", "commit": None},
-        labels=labels, method=Method(rounds=len(base), order="shuffle", seed=1, warmup_s=0,
-                                     window_s=1, rule={"test": test, "alpha": 0.01}),
-        machine=MACHINE, blocks={"blk": Block("blk", title="blk", metrics=("throughput",))})
-    with ArchiveWriter.create(results, manifest) as writer:
-        for rnd, values in enumerate(zip(base, other, strict=True), start=1):
-            for label, value in zip(("a", "b"), values, strict=True):
-                writer.append(Window(block="blk", label=label, round=rnd, window=0,
-                                     params={"call": "x"}, start="2026-12-08T10:00:00Z",
-                                     duration_s=SCALE, requests=value, codes={"200": value}))
-    return manifest.id
 
 
 exact_rounds = st.integers(min_value=4, max_value=12).flatmap(lambda n: st.tuples(
@@ -237,7 +215,7 @@ def test_table_report_claims_and_fail_on_agree_under_the_exact_rule(
     base, other, shift = data
     other = [v + shift for v in other]
     results = tmp_path_factory.mktemp("exact")
-    run_id = write_exact(results, base, other, test)
+    run_id = write_run(results, base, other, rule={"test": test, "alpha": 0.01})
     rounds = tuple(range(1, len(base) + 1))
     expected = Change("throughput", Cell(tuple(v / SCALE for v in base), rounds),
                       Cell(tuple(v / SCALE for v in other), rounds), Rule(test))
