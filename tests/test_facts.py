@@ -158,3 +158,52 @@ def test_chart_colours_follow_the_page_scheme_not_the_os() -> None:
     fallback = STYLE[STYLE.index("@media (prefers-color-scheme: dark)"):]
     assert fallback.split("{")[1].strip() == "body:not([data-md-color-scheme])"
     assert ".perfpages-claim {" in STYLE
+
+
+HEALTH = "2026-11-07-synthetic-health"
+
+
+@pytest.fixture(scope="module")
+def two_floors(results: Path) -> Path:
+    """DEMO again, its floors archived as an HTTP block's are: pgbench's as throughput, and a
+    /health floor (a fifteenth of the rate) beside them, which doubles after the block."""
+    demo = open_run(results / DEMO)
+    with ArchiveWriter.create(results, replace(demo.manifest, id=HEALTH, files={})) as writer:
+        for w in demo.windows:
+            if w.kind != "floor":
+                writer.append(w)
+                continue
+            rate = w.metrics["tps"]
+            writer.append(replace(w, metrics={"throughput": rate}))
+            twice = 2 if w.params["position"] == "after" else 1
+            writer.append(replace(w, params={**w.params, "floor": "health", "callers": 8},
+                                  metrics={"throughput": rate / 15 * twice}))
+        writer.finish("complete")
+    return results
+
+
+def test_the_pgbench_and_health_floors_are_never_pooled(two_floors: Path) -> None:
+    from perfpages.analysis import report
+    from perfpages.archive.frame import load
+
+    steady, both = facts(two_floors, DEMO), facts(two_floors, HEALTH)
+    # the pgbench floor reads as before; the /health floor is its own cell
+    assert both.floor(block="callers") == steady.floor(block="callers")
+    assert both.drift(block="callers") == steady.drift(block="callers")
+    assert both.drift(block="callers", kind="health") == "+100 % (beyond the 10 % threshold)"
+    health = float(both.floor(block="callers", kind="health").removesuffix("/s")
+                   .replace(",", ""))
+    pgbench = float(both.floor(block="callers").removesuffix("/s").replace(",", ""))
+    assert health == pytest.approx(pgbench / 15, rel=0.01)
+    cond = Conditions(Pins({"r": RunStore(two_floors).get(HEALTH)}))
+    assert cond.drifted(block="callers", kind="health").holds
+    assert cond.drifted(block="callers").holds == Conditions(
+        Pins({"r": RunStore(two_floors).get(DEMO)})).drifted(block="callers").holds
+    with pytest.raises(AnalysisError, match="no 'health' floor around block 'callers'"):
+        steady.floor(block="callers", kind="health")
+    run = open_run(two_floors / HEALTH)
+    entries = [(d["block"], d["floor"]) for d in report.drift(run, load(run, kinds=("floor",)))]
+    assert ("callers", "pgbench") in entries and ("callers", "health") in entries
+    assert entries.index(("callers", "pgbench")) < entries.index(("callers", "health"))
+    lines = [report.drift_line(d) for d in report.drift(run, load(run, kinds=("floor",)))]
+    assert any("/health floor" in line for line in lines)

@@ -314,3 +314,20 @@ def test_bench_replay_runs_the_replay_and_reports_on_it(original: Path, suites: 
     assert (data["original"]["id"], data["second"]["id"], data["replay"]) == (
         original.name, new, True)
     assert data["cells"] and {c["label"] for c in data["cells"]} == {"a", "b"}
+
+
+def test_a_pgbench_block_with_delays_is_checked_by_its_clients_and_delays() -> None:
+    """The archived sky run (its network block runs one client at five delays) against the
+    shipped suite: as recorded, nothing to say; fewer delays, one line naming the block."""
+    from perfpages.run.suite import load
+
+    recorded = open_run(ROOT / "results" / "2026-12-02-sky-2")
+    suite = load("sky", ROOT / "benchmarks", False)
+    check = Check(recorded.manifest, suite, ROOT / "benchmarks" / "sky.py")
+    for spec in suite.blocks:
+        check.block(spec, [w for w in recorded.measured if w.block == spec.name])
+    network = next(b for b in suite.blocks if b.name == "network")
+    assert network.parameters == ("clients", "delay_ms") and len(network.cells()) == 5
+    with pytest.raises(PerfpagesError, match=r"blocks\.network"):
+        check.block(replace(network, delays_ms=(0, 1)),
+                    [w for w in recorded.measured if w.block == "network"])

@@ -20,7 +20,7 @@ from perfpages.analysis.decision import Cell, Change
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import open_run
 from perfpages.archive.writer import ArchiveWriter
-from perfpages.errors import AnalysisError
+from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import page
 from perfpages.site import reproduction as repro
 from perfpages.site.runpages import RunPages
@@ -319,3 +319,33 @@ def test_run_pages_show_replays_and_what_they_reproduced(project: Path,
     assert "- 24 of 24 cells&#39; ranges overlap on the replay" in original.markdown
     assert f"This run is a replay of [{DEMO}]({DEMO}.md)" in replay.markdown
     assert demo.id == DEMO
+
+
+def test_a_page_pinning_a_run_and_its_replay_reads_the_run_by_default(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    generate(results)
+    generate(results, Spec(run_id=AGAIN, seed=8))
+    again = generate(tmp_path / "scratch", Spec(run_id=REPLAY, seed=9))
+    with ArchiveWriter.create(results, replace(again.manifest, replay_of=DEMO,
+                                               files={})) as writer:
+        for window in again.windows:
+            writer.append(window)
+        writer.finish("complete")
+    docs = tmp_path / "docs"
+    (docs / "perf").mkdir(parents=True)
+    body = (f"---\nruns:\n  demo: {DEMO}\n  again: {REPLAY}\n---\n# Demo\n\n"
+            '{{ claim("The cache is faster.", faster("v1.0", "v1.1 + cache", '
+            'block="callers")) }}\n\n'
+            'v1.1: {{ change("v1.0", "v1.1", block="callers") }}\n\n'
+            '{{ reproduction("demo", "again") }}\n')
+    (docs / "perf" / "v2.md").write_text(body)
+    rendered = page.render_file(docs / "perf" / "v2.md", path="docs/perf/v2.md",
+                                store=RunStore(results), docs=repro.Docs(tmp_path, docs))
+    assert [c.holds for c in rendered.claims] == [True]
+    assert "1 of 1 claims hold on the replay" in rendered.markdown  # rendered on it too
+    # two runs that are not one another's replay: the page names which one
+    (docs / "perf" / "v2.md").write_text(body.replace(REPLAY, AGAIN).replace(
+        '{{ reproduction("demo", "again") }}\n', ""))
+    with pytest.raises(PerfpagesError, match=r"v2\.md:8: macro: the page pins 2 runs"):
+        page.render_file(docs / "perf" / "v2.md", path="docs/perf/v2.md",
+                         store=RunStore(results), docs=repro.Docs(tmp_path, docs))

@@ -14,6 +14,7 @@ from perfpages.archive.reader import open_run
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import ArchiveError, PerfpagesError
 from perfpages.site import page
+from perfpages.site.claims import Conditions
 from perfpages.site.pins import Pins
 from perfpages.site.plots import Plots
 from perfpages.site.store import RunStore
@@ -111,3 +112,36 @@ def test_a_page_draws_it(results: Path) -> None:
                            offset=0, store=RunStore(results))
     assert "<svg" in rendered.markdown and "slowest call, ms" in rendered.markdown
     assert open_run(results / RUN).manifest.status == "complete"
+
+
+def conditions(results: Path) -> Conditions:
+    return Conditions(Pins({"r": RunStore(results).get(RUN)}))
+
+
+def test_spike_holds_where_the_stall_is_in_every_round(results: Path) -> None:
+    held = conditions(results).spike(55, 70, block="one-caller", label="v1.0")
+    assert held.holds
+    assert held.data.count("90 ms at 61.2 s") == 2  # both rounds
+    elsewhere = conditions(results).spike(10, 20, block="one-caller", label="v1.0")
+    assert not elsewhere.holds and "between 10 and 20 s" in elsewhere.expected
+    # from the very start, the slowest is the first call (300 ms at 0 s), not the stall
+    first = conditions(results).spike(55, 70, after_s=0, block="one-caller", label="v1.0")
+    assert not first.holds and "at 0.0 s" in first.data
+
+
+@pytest.mark.parametrize(("args", "kwargs", "error"), [
+    ((70, 55), {}, "is not a window of seconds"),
+    ((55, 70), {"block": "callers"}, "no samples for callers"),
+])
+def test_spike_refuses_bad_windows_and_cells_without_samples(
+        results: Path, args: tuple, kwargs: dict, error: str) -> None:
+    with pytest.raises(PerfpagesError, match=error):
+        conditions(results).spike(*args, **{"block": "one-caller", "label": "v1.0", **kwargs})
+
+
+def test_a_page_claims_the_spike(results: Path) -> None:
+    body = ('{{ claim("the stall comes once, at about a minute", spike(55, 70, '
+            'block="one-caller", label="v1.0")) }}\n')
+    rendered = page.render(body, {"runs": {"r": RUN}, "charts": 2}, path="docs/perf/v1.md",
+                           offset=0, store=RunStore(results))
+    assert [c.holds for c in rendered.claims] == [True]

@@ -26,6 +26,7 @@ from perfpages.analysis.text import fence, prose
 from perfpages.archive import diagnostics, preflight
 from perfpages.archive.frame import load
 from perfpages.archive.reader import Run
+from perfpages.archive.window import floor_kind
 from perfpages.errors import AnalysisError
 
 WARN = "⚠"
@@ -140,25 +141,33 @@ def load_warnings(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> 
 
 
 def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Floors before and after each block, and whether the machine drifted in between."""
+    """Floors before and after each block, per kind of floor (pgbench first), and whether the
+    machine drifted in between: each kind decided on its own windows, never pooled."""
     floors = frame[frame["kind"] == "floor"]
+    if floors.empty:
+        return []
+    named = floors["floor"] if "floor" in floors else [None] * len(floors)
+    floors = floors.assign(floor_kind=[floor_kind({"floor": v}) for v in named])
     out = []
     threshold = run.manifest.method.drift_threshold
     for block, rows_b in floors.groupby("block", sort=False):
-        metric = next((m for m in ("tps", "throughput") if m in set(rows_b["metric"])), None)
-        if metric is None or "position" not in rows_b:
-            continue
-        rows_m = rows_b[rows_b["metric"] == metric]
-        before = rows_m[rows_m["position"] == "before"]["value"]
-        after = rows_m[rows_m["position"] == "after"]["value"]
-        if before.empty or after.empty:
-            continue
-        ratio = float(after.median() / before.median())
-        out.append({"block": block, "metric": metric, "before": float(before.median()),
-                    "after": float(after.median()), "min": float(rows_m["value"].min()),
-                    "max": float(rows_m["value"].max()), "drift_percent": (ratio - 1) * 100,
-                    "flagged": decision.drifted(Cell(tuple(map(float, before))),
-                                                Cell(tuple(map(float, after))), threshold)})
+        for kind in sorted(set(rows_b["floor_kind"]), key=lambda k: (k != "pgbench", k)):
+            rows_k = rows_b[rows_b["floor_kind"] == kind]
+            metric = next((m for m in ("tps", "throughput") if m in set(rows_k["metric"])), None)
+            if metric is None or "position" not in rows_k:
+                continue
+            rows_m = rows_k[rows_k["metric"] == metric]
+            before = rows_m[rows_m["position"] == "before"]["value"]
+            after = rows_m[rows_m["position"] == "after"]["value"]
+            if before.empty or after.empty:
+                continue
+            ratio = float(after.median() / before.median())
+            out.append({"block": block, "floor": kind, "metric": metric,
+                        "before": float(before.median()), "after": float(after.median()),
+                        "min": float(rows_m["value"].min()), "max": float(rows_m["value"].max()),
+                        "drift_percent": (ratio - 1) * 100,
+                        "flagged": decision.drifted(Cell(tuple(map(float, before))),
+                                                    Cell(tuple(map(float, after))), threshold)})
     return out
 
 
@@ -289,7 +298,7 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
         out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "
                    f"few rounds for a verdict ({have} < {group[0].min_rounds})")
     threshold = run.manifest.method.drift_threshold
-    out += [f"{d['block']}: the {d['metric']} floor drifted {format_percent(d['drift_percent'])} "
+    out += [f"{d['block']}: the {floor_name(d)} floor drifted {format_percent(d['drift_percent'])} "
             f"({format_number(d['before'])}/s before the block, {format_number(d['after'])}/s "
             f"after), beyond the ±{threshold * 100:.0f} % threshold"
             for d in floors if d["flagged"]]
@@ -353,9 +362,16 @@ CERTIFICATION = ("A block is certified when its A/A pair (the same build under t
                  "no clear cell; it resolves what its worst comparison resolves")
 
 
+def floor_name(d: dict[str, Any]) -> str:
+    """"tps"/"throughput" for the pgbench floor (as reports always named it), "/health" for an
+    HTTP subject's own floor."""
+    kind = d.get("floor", "pgbench")
+    return d["metric"] if kind == "pgbench" else f"/{kind}"
+
+
 def drift_line(d: dict[str, Any]) -> str:
     flag = f" {WARN} drift beyond the threshold" if d["flagged"] else ""
-    return (f"- {d['block']}: {d['metric']} floor {format_number(d['before'])}/s before, "
+    return (f"- {d['block']}: {floor_name(d)} floor {format_number(d['before'])}/s before, "
             f"{format_number(d['after'])}/s after ({format_percent(d['drift_percent'])}){flag}")
 
 

@@ -26,6 +26,13 @@ _SLACK_MS = 1e-3  # the summary is rounded to 4 decimals of a ms; the histogram'
 _CORRUPT = "the line is corrupt: archive a new run"
 
 
+def floor_kind(params: dict[str, Any]) -> str:
+    """Which floor a floor window measured: "pgbench" straight to PostgreSQL (the machine's
+    check), or an HTTP subject's own floor named by its `floor` parameter ("health")."""
+    kind = params.get("floor")
+    return kind if isinstance(kind, str) and kind else "pgbench"
+
+
 def params_key(params: dict[str, Scalar]) -> str:
     """Canonical text of a parameter set: 'callers=32, key=plain' (sorted, stable)."""
     return ", ".join(f"{k}={params[k]}" for k in sorted(params))

@@ -33,7 +33,7 @@ def turn_seconds(suite: Suite, block: BlockSpec | HttpBlockSpec) -> float:
     method = Method(rounds=1, warmup_s=suite.warmup_s, window_s=TURN_S)
     if isinstance(block, HttpBlockSpec):
         return case_seconds(block, method)
-    cells = len(block.clients) * max(1, len(block.delays_ms))
+    cells = len(block.cells())
     return method.warmup_s + cells * TURN_S
 
 

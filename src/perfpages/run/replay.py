@@ -134,7 +134,7 @@ class Check:
 
     def block(self, spec: BlockSpec | HttpBlockSpec, windows: list[Window]) -> None:
         key, rec = f"blocks.{spec.name}", self.m.block(spec.name)
-        parameters = ("clients",) if isinstance(spec, BlockSpec) else spec.parameters
+        parameters = spec.parameters
         for field, now, then in (("metrics", tuple(spec.metrics), rec.metrics),
                                  ("parameters", parameters, rec.parameters)):
             if then and now != then:
@@ -142,12 +142,13 @@ class Check:
                                   f"run {self.m.id} recorded {', '.join(then)}")
         if not windows:
             return  # declared, never measured: nothing to compare
-        cells = ([{"clients": c} for c in spec.clients] if isinstance(spec, BlockSpec)
-                 else [case.params for case in spec.cases])
+        cells = spec.cells() if isinstance(spec, BlockSpec) else [case.params
+                                                                   for case in spec.cases]
         planned = {params_key(p) for p in cells}
         ran = {params_key(w.params) for w in windows}
         if planned != ran:
-            self.cells(key, "clients" if isinstance(spec, BlockSpec) else "cases", planned, ran)
+            plain = isinstance(spec, BlockSpec) and spec.parameters == ("clients",)
+            self.cells(key, "clients" if plain else "cases", planned, ran)
         rounds = min(getattr(spec, "rounds", None) or self.m.method.rounds, self.m.method.rounds)
         if rounds != max(w.round for w in windows):
             raise self.differ(f"{key}.rounds", f"the suite runs it for {rounds} rounds, run "

@@ -7,7 +7,6 @@ to PostgreSQL): whether the machine drifted while the block ran.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
@@ -16,7 +15,6 @@ from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.run import collect, pgbench
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
-from perfpages.run.delay import as_param
 from perfpages.run.suite import BlockSpec, Suite
 
 
@@ -50,14 +48,14 @@ class PgbenchBlocks:
         self.per_second = False  # bench.calibrate: one-second windows, as HTTP blocks archive
 
     def parameters(self, block: BlockSpec) -> tuple[str, ...]:
-        return ("clients", "delay_ms") if block.delays_ms else ("clients",)
+        return block.parameters
 
     def scope(self, block: BlockSpec, method: Method,
               labels: list[str]) -> tuple[int, list[str]]:
         return min(block.rounds or method.rounds, method.rounds), labels
 
     def turn_seconds(self, block: BlockSpec, method: Method) -> float:
-        windows = len(block.clients) * max(1, len(block.delays_ms))
+        windows = len(block.cells())
         return method.warmup_s + windows * (block.window_s or method.window_s)
 
     def floor(self, suite: Suite, block: BlockSpec, position: str, b: Build,
@@ -83,8 +81,7 @@ class PgbenchBlocks:
         name = b.label.name
         clusters = self.session.clusters
         window_s = block.window_s or method.window_s
-        cells = [_params(c, d) for c in block.clients for d in (block.delays_ms or (None,))
-                 if only is None or params_key(_params(c, d)) in only]
+        cells = [p for p in block.cells() if only is None or params_key(p) in only]
         todo = [p for p in cells if not writer.has(
             Window(block.name, name, rnd, p, "", 0, attempt=attempt).key)]
         if not todo:
@@ -133,8 +130,3 @@ class PgbenchBlocks:
         totals.waits.update(sampler.events)
         totals.samples += sampler.samples
 
-
-def _params(clients: int, delay_ms: float | None) -> dict[str, Any]:
-    if delay_ms is None:
-        return {"clients": clients}
-    return {"clients": clients, "delay_ms": as_param(delay_ms)}

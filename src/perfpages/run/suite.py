@@ -130,6 +130,17 @@ class BlockSpec:
             raise PerfpagesError(f"block {self.name!r} needs scripts and client counts >= 1",
                                  key=f"blocks.{self.name}")
 
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The parameters of its cells, as run.json records them."""
+        return ("clients", "delay_ms") if self.delays_ms else ("clients",)
+
+    def cells(self) -> list[dict[str, Any]]:
+        """Its cells' parameters, in the order a turn runs them: each client count at each
+        delay (the runner, the replay's check and the estimate read them here)."""
+        return [{"clients": c} if d is None else {"clients": c, "delay_ms": as_param(d)}
+                for c in self.clients for d in (self.delays_ms or (None,))]
+
 
 @dataclass(frozen=True)
 class HttpTurn:

@@ -26,7 +26,7 @@ from perfpages.errors import AnalysisError
 from perfpages.site.facts import floor_drift, text
 from perfpages.site.macros import cell_text, scale, series_round_trips, verdict
 from perfpages.site.pins import Found, Pins, Side, same_value, side_text
-from perfpages.site.plots import edivisive_points
+from perfpages.site.plots import edivisive_points, kept_samples
 from perfpages.site.verdicts import Judged, judge, noise_rows, resolution
 
 MAX_ITEMS = 6  # cells listed in a failure message before "… and N more"
@@ -100,7 +100,8 @@ class Conditions:
         return {"faster": self.faster, "slower": self.slower, "between": self.between,
                 "below": self.below, "above": self.above, "overlap": self.overlap,
                 "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
-                "best": self.best, "steps": self.steps, "trips": self.trips}
+                "best": self.best, "steps": self.steps, "trips": self.trips,
+                "spike": self.spike}
 
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change, float]]:
@@ -270,9 +271,10 @@ class Conditions:
                              f"while p95 rises more than {format_percent(P95_RISE * 100)}",
                          _listing(items))
 
-    def drifted(self, *, block: str | None = None, run: str | None = None) -> Condition:
+    def drifted(self, *, block: str | None = None, run: str | None = None,
+                kind: str = "pgbench") -> Condition:
         """The floors after a block differ from those before by more than the run's threshold."""
-        d = floor_drift(self.pins.runs[self.pins.aliases(run)[0]], block)
+        d = floor_drift(self.pins.runs[self.pins.aliases(run)[0]], block, kind)
         return Condition(d.flagged, f"floors drifting beyond "
                                     f"{format_number(d.threshold * 100)} %", d.describe())
 
@@ -342,3 +344,25 @@ class Conditions:
                          f"±{tolerance:g}, slope of {metric} against the added "
                          "round trip)", _listing(items))
 
+    def spike(self, low: float, high: float, *, after_s: float = 1.0,
+              **filters: Any) -> Condition:
+        """In every selected cell's kept requests (each round of a block with samples, the
+        cold path), the slowest one that started after `after_s` seconds started between `low`
+        and `high` seconds into the window: a once-a-minute stall is where it should be."""
+        if not 0 <= low <= high:
+            raise AnalysisError(f"spike({low!r}, {high!r}) is not a window of seconds",
+                                fix="give low <= high, both >= 0, e.g. spike(55, 70)")
+        items, ok = [], True
+        for f in self.pins.select(metric="p50", **filters):
+            for rnd, kept in kept_samples(self.pins, f).items():
+                later = [one for one in kept if one.offset_s >= after_s]
+                if not later:
+                    ok = False
+                    items.append(f"{f.describe()}, round {rnd}: no request after {after_s:g} s")
+                    continue
+                worst = max(later, key=lambda one: one.latency_ms)
+                ok &= low <= worst.offset_s <= high
+                items.append(f"{f.describe()}, round {rnd}: {format_value(worst.latency_ms, 'ms')}"
+                             f" at {worst.offset_s:.1f} s")
+        return Condition(ok, f"the slowest request after {after_s:g} s starting between "
+                             f"{low:g} and {high:g} s in every cell", _listing(items))

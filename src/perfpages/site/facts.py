@@ -22,6 +22,7 @@ from perfpages.analysis.decision import Cell, false_positive_rate
 from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.archive import files
+from perfpages.archive.window import floor_kind
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.macros import cell_text
@@ -105,8 +106,10 @@ class Drift:
                 f"{cell_text(self.after, unit)} after ({format_percent(self.percent)})")
 
 
-def floor_drift(loaded: Loaded, block: str | None) -> Drift:
-    """The floors of `block` (the only block with floors when None)."""
+def floor_drift(loaded: Loaded, block: str | None, kind: str = "pgbench") -> Drift:
+    """The floors of `block` (the only block with floors when None) of one kind: "pgbench"
+    straight to PostgreSQL (the machine's check) or an HTTP subject's "health" floor, never
+    pooled (their rates differ by an order of magnitude)."""
     blocks = list(dict.fromkeys(r.block for r in loaded.floors))
     if not blocks:
         raise AnalysisError(f"run {loaded.manifest.id} has no floors",
@@ -119,6 +122,11 @@ def floor_drift(loaded: Loaded, block: str | None) -> Drift:
         raise AnalysisError(f"no floors around block {block!r}",
                             fix=f"use one of: {', '.join(blocks)}")
     rows = [r for r in loaded.floors if r.block == block]
+    kinds = list(dict.fromkeys(floor_kind(r.params) for r in rows))
+    if kind not in kinds:
+        raise AnalysisError(f"no {kind!r} floor around block {block!r}",
+                            fix=f"use kind= one of: {', '.join(kinds)}")
+    rows = [r for r in rows if floor_kind(r.params) == kind]
     metric = next((m for m in FLOOR_METRICS if any(r.metric == m for r in rows)), None)
     cells: dict[str, list[float]] = {}
     for r in rows:
@@ -215,18 +223,19 @@ class Facts:
         return "\n\n" + escape.table(header, rows) + "\n\n"
 
     def floor(self, position: str = "before", *, block: str | None = None,
-              run: str | None = None, digits: int | None = None) -> str:
-        """The floor's rate before (or after) a block: "11,951/s"."""
-        d = floor_drift(self._run(run), block)
+              run: str | None = None, digits: int | None = None, kind: str = "pgbench") -> str:
+        """The floor's rate before (or after) a block: "11,951/s"; kind="health": the HTTP
+        subject's own floor."""
+        d = floor_drift(self._run(run), block, kind)
         if position not in ("before", "after"):
             raise AnalysisError(f"position must be 'before' or 'after', not {position!r}")
         cell = d.before if position == "before" else d.after
         return escape.md(cell_text(cell, info(d.metric).unit, digits))
 
     def drift(self, *, block: str | None = None, run: str | None = None,
-              show_verdict: bool = True) -> str:
+              show_verdict: bool = True, kind: str = "pgbench") -> str:
         """The floor after a block against the one before: "+207 % (beyond the 10 % threshold)"."""
-        d = floor_drift(self._run(run), block)
+        d = floor_drift(self._run(run), block, kind)
         limit = f"{format_number(d.threshold * 100)} %"
         note = f"beyond the {limit} threshold" if d.flagged else f"within the {limit} threshold"
         return escape.md(f"{format_percent(d.percent)} ({note})" if show_verdict

@@ -124,8 +124,14 @@ class Pins:
 
     def aliases(self, run: str | Iterable[str] | None) -> list[str]:
         if run is None:
-            if len(self.runs) == 1:
-                return list(self.runs)
+            # A run pinned beside its replays is the page's run: its reproduction section pins
+            # the replays without every macro having to name the original.
+            ids = {loaded.manifest.id for loaded in self.runs.values()}
+            originals = [a for a, loaded in self.runs.items()
+                         if loaded.manifest.replay_of not in ids]
+            # (rendered on its replay, both pins name the replay: still one run)
+            if originals and len({self.runs[a].manifest.id for a in originals}) == 1:
+                return originals[:1]
             raise AnalysisError(f"the page pins {len(self.runs)} runs",
                                 fix=f"name one with run=… ({', '.join(self.runs)})")
         names = [run] if isinstance(run, str) else list(run)

@@ -178,17 +178,10 @@ class Plots:
         names, shared = _names(found, ["p50"])
         lines = []
         for name, f in zip(names, found, strict=True):
-            loaded = self.pins.runs[f.run]
-            run_dir = loaded.path
-            by_round = samples.names(run_dir, f.block, f.label, f.parameters)
-            if not by_round:
-                raise AnalysisError(f"no samples for {f.describe()}",
-                                    fix="select a block whose cases keep samples (the cold path)")
-            for rnd, file in by_round.items():
+            by_round = kept_samples(self.pins, f)
+            for rnd, kept in by_round.items():
                 bins: dict[int, list[float]] = {}
-                if ("samples", file) not in loaded.memo:  # read once per loaded run
-                    loaded.memo["samples", file] = samples.read(run_dir, file)
-                for one in loaded.memo["samples", file]:
+                for one in kept:
                     bins.setdefault(int(one.offset_s // bin_s), []).append(one.latency_ms)
                 series = svgchart.Series(name + (f", round {rnd}" if len(by_round) > 1 else ""))
                 for index in sorted(bins):
@@ -242,6 +235,22 @@ class Plots:
             title=title or f"{metrics_title([metric])} by release",
             y_title=y_title or axis_title({metric: shown}), unit=shown,
             log_y=bool(log_y)) + "\n\n"
+
+
+def kept_samples(pins: Pins, f: Found) -> dict[int, list[samples.Sample]]:
+    """Every request a cell's windows kept (`samples/`), per round: read once per loaded run,
+    for the timeline and the `spike` claim alike."""
+    loaded = pins.runs[f.run]
+    by_round = samples.names(loaded.path, f.block, f.label, f.parameters)
+    if not by_round:
+        raise AnalysisError(f"no samples for {f.describe()}",
+                            fix="select a block whose cases keep samples (the cold path)")
+    out = {}
+    for rnd, file in by_round.items():
+        if ("samples", file) not in loaded.memo:
+            loaded.memo["samples", file] = samples.read(loaded.path, file)
+        out[rnd] = loaded.memo["samples", file]
+    return out
 
 
 def edivisive_points(groups: list[list[Found]]) -> list[list[str]]:
