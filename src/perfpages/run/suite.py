@@ -136,8 +136,7 @@ class BlockSpec:
         return ("clients", "delay_ms") if self.delays_ms else ("clients",)
 
     def cells(self) -> list[dict[str, Any]]:
-        """Its cells' parameters, in the order a turn runs them: each client count at each
-        delay (the runner, the replay's check and the estimate read them here)."""
+        """Its cells' parameters in the order a turn runs them (runner, replay, estimate)."""
         return [{"clients": c} if d is None else {"clients": c, "delay_ms": as_param(d)}
                 for c in self.clients for d in (self.delays_ms or (None,))]
 
