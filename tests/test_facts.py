@@ -82,6 +82,14 @@ def test_fact_prints_run_json_values(results: Path) -> None:
         f.fact("machine.gpu")
 
 
+def test_fact_counts_a_mapping_or_a_list(results: Path) -> None:
+    f = facts(results, DEMO)
+    assert f.fact("labels", count=True) == "3"  # v1.0, v1.1, v1.1 + cache
+    assert f.fact("blocks", count=True) == str(len(RunStore(results).get(DEMO).manifest.blocks))
+    with pytest.raises(AnalysisError, match="a single value, nothing to count"):
+        f.fact("machine.cores", count=True)
+
+
 def test_settings_table_shows_what_each_label_sets(results: Path) -> None:
     table = facts(results, SIZED).settings(label=["v1.0", "v1.1"]).strip().split("\n")
     assert table[0] == "| setting | v1.0 | v1.1 |"

@@ -47,7 +47,7 @@ def test_split_counts_front_matter_lines() -> None:
     ("A lookup takes 12 ms.", ["12 ms"]),
     ("p99 of 4.6ms, 1,012/s and +8 % and 4x and 3 × and 24 GiB", ["4.6ms", "1,012/s", "+8 %",
                                                                    "4x", "3 ×", "24 GiB"]),
-    ("v1.1 on PostgreSQL 18, 5 rounds, 2026-10-26 22:00, 3 of 4", []),
+    ("v1.1 on PostgreSQL 18, 1 round, 2026-10-26, 3 of 4", []),
     ("{{ figure('p50') }} and {{ given('0.5 ms') }} and `12 ms` <!-- 3 ms -->", []),
     ("[a](https://example.org/5%20ms) and <span title='7 ms'>x</span>", []),
 ])
@@ -55,9 +55,62 @@ def test_lint_finds_typed_figures_with_units(text: str, figures: list[str]) -> N
     assert [f.figure for f in lint.check(text)] == figures
 
 
+@pytest.mark.parametrize(("text", "found"), [
+    ("the reference page's v4 measured 7.1, 4.2 and 1.0.",
+     [("number", "7.1"), ("number", "4.2"), ("number", "1.0")]),
+    ("a delay of 0.5 and −0.25", [("number", "0.5"), ("number", "−0.25")]),
+    ("another benchmark started at 11:25:25 UTC, this one at 9:05",
+     [("time", "11:25:25 UTC"), ("time", "9:05")]),
+    ("it ended 2026-11-30T11:25:25Z and 2026-11-30 22:00", [("time", "2026-11-30T11:25:25Z"),
+                                                           ("time", "2026-11-30 22:00")]),
+    ("131,380 of them, 5,000 each", [("number", "131,380"), ("number", "5,000")]),
+    ("Every one of the 5.0 million requests, 3 thousand more",
+     [("number", "5.0 million"), ("number", "3 thousand")]),
+    ("across ten releases, Twelve rounds, 12 windows, 1,200 requests",
+     [("count", "ten releases"), ("count", "Twelve rounds"), ("count", "12 windows"),
+      ("count", "1,200 requests")]),
+    ("a dozen runs, two labels, 3 blocks, 2 cells, twenty samples, 40 transactions",
+     [("count", "dozen runs"), ("count", "two labels"), ("count", "3 blocks"),
+      ("count", "2 cells"), ("count", "twenty samples"), ("count", "40 transactions")]),
+    ("hundred round trips, 2 round-trips, 7 statements, 4 verdicts, 9 claims, 3 errors, "
+     "2 failures, 5 calls, 1 call",
+     [("count", "hundred round trips"), ("count", "2 round-trips"), ("count", "7 statements"),
+      ("count", "4 verdicts"), ("count", "9 claims"), ("count", "3 errors"),
+      ("count", "2 failures"), ("count", "5 calls")]),
+    # not flagged: versions, dates, "one", one in digits, settings and parameters
+    ("0.42.0 and 3.11.2 and v1.1 on 2026-11-30, run 2026-12-02-sky-2", []),
+    ("one caller, one round, 1 window, 8 cores, 4 workers, 8 threads, 32 clients, "
+     "two callers, 100 connections, ten seconds, PostgreSQL 18", []),
+    # not prose
+    ("{{ figure('p50') }} and {{ given('7.1') }} and `11:25` <!-- ten releases --> "
+     "[x](https://example.org/0.5/131,380) <span title='5,000'>x</span> {% set a = 2.5 %}", []),
+])
+def test_lint_finds_bare_numbers_times_and_counts(text: str,
+                                                  found: list[tuple[str, str]]) -> None:
+    assert [(f.kind, f.figure) for f in lint.check(text)] == found
+
+
+def test_lint_lets_pinned_names_and_their_version_prefixes_stand(results: Path) -> None:
+    text = "QueryAPIGate 0.43 is faster than 0.43.0+cache and 0.42; 1.1 beats 1.0 by 2.5\n"
+    assert [f.figure for f in lint.check(text)] == ["0.43", "0.42", "1.1", "1.0", "2.5"]
+    pinned = [RunStore(results).get(DEMO).manifest]  # labels v1.0, v1.1, v1.1 + cache
+    names = lint.known(pinned) | {"0.43.0", "0.43"}
+    assert {"1.0", "1.1"} <= lint.known(pinned)
+    assert [f.figure for f in lint.check(text, names)] == ["0.42", "2.5"]
+
+
+def test_lint_messages_say_what_to_do() -> None:
+    number = lint.message("docs/perf/v4.md", 12, "7.1", "number")
+    assert number == ('docs/perf/v4.md:12: lint: bare number "7.1" on a page that pins runs '
+                      'looks measured — compute it with a macro (figure, fact, change), or mark '
+                      'a number that is not from this page\'s data as {{ given("7.1") }}')
+    assert 'count "ten releases"' in lint.message("p.md", 1, "ten releases", "count")
+    assert 'fact("started")' in lint.message("p.md", 1, "11:25", "time")
+
+
 def test_lint_skips_fenced_code_and_reports_lines() -> None:
-    text = "ok\n\n```\n12 ms\n```\n\nthen 7 ms\n"
-    assert [(f.line, f.figure) for f in lint.check(text)] == [(7, "7 ms")]
+    text = "ok\n\n```\n12 ms\n7.1 and ten releases\n```\n\nthen 7 ms\n\nnow 7.1\n~~~\n5,000\n~~~\n"
+    assert [(f.line, f.figure) for f in lint.check(text)] == [(8, "7 ms"), (10, "7.1")]
 
 
 def test_claims_decide_on_raw_values_not_on_printed_ones(results: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sites import (
+    CLI_ENV,
     DEMO,
     DIAGNOSED,
     HOSTILE,
@@ -102,8 +103,27 @@ def test_lint_catches_a_hand_typed_figure(tmp_path: Path, results: Path) -> None
     assert warnings[0].startswith('docs/index.md:7: lint: hand-typed figure "12 ms"')
 
 
+def test_lint_catches_a_hand_typed_count_through_the_build_and_the_command_line(
+        tmp_path: Path, results: Path) -> None:
+    page = PIN + ("# Demo\n\nThe plain key has not changed across ten releases.\n\n"
+                  "v1.1 beats 1.0 on {{ given('two labels') }}, "
+                  "in {{ fact('labels', count=True) }} labels.\n")
+    with pytest.raises(Failed):
+        build_site(tmp_path, {"index.md": page}, results)
+    site, warnings = build_site(tmp_path, {"index.md": page}, results, strict=False)
+    assert [w.split(" on a page")[0] for w in warnings] == [
+        'docs/index.md:7: lint: count "ten releases"']  # "1.0" names the pinned label v1.0
+    assert "in 3 labels." in html(site)
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path,
+                          capture_output=True, text=True, env=CLI_ENV)
+    assert done.returncode != 0
+    assert 'docs/index.md:7: lint: count "ten releases"' in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_pages_without_pins_are_left_alone(tmp_path: Path, results: Path) -> None:
-    page = "# Guide\n\nIt took 12 ms. Write `{{ figure('p50') }}`.\n\n```\n{{ table() }}\n```\n"
+    page = ("# Guide\n\nIt took 12 ms, 7.1 at 11:25 over ten releases. "
+            "Write `{{ figure('p50') }}`.\n\n```\n{{ table() }}\n```\n")
     site, warnings = build_site(tmp_path, {"index.md": page}, results)
     assert warnings == []
     assert "{{ table() }}" in html(site)

@@ -183,10 +183,16 @@ class Facts:
         return self.pins.runs[self.pins.aliases(run)[0]]
 
     def fact(self, key: str, *, run: str | None = None, digits: int | None = None,
-             percent: bool = False) -> str:
-        """A value of run.json by dotted path: "machine.cores", "labels.sized.pg_settings"."""
+             percent: bool = False, count: bool = False) -> str:
+        """A value of run.json by dotted path: "machine.cores", "labels.sized.pg_settings";
+        count=True: how many entries it holds ("labels": the run's labels)."""
         loaded = self._run(run)
         value = lookup(loaded.manifest.to_json(), key, f"run.json of {loaded.manifest.id}")
+        if count:
+            if not isinstance(value, dict | list):
+                raise AnalysisError(f"{key!r} of run.json is a single value, nothing to count",
+                                    fix="count a mapping or a list: labels, blocks …")
+            return escape.md(text(len(value)))
         label = loaded.manifest.labels.get(key.removeprefix("labels.").removesuffix(".pin"))
         if label is not None and key == f"labels.{label.name}.pin":
             return escape.md(label.pin.describe())  # a pin reads as everywhere else

@@ -254,7 +254,9 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
         return Rendered(body, pins_runs=False)
     style = chart_style(meta, path)
     pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
-    warnings = [lint.message(path, offset + f.line, f.figure) for f in lint.check(body)]
+    names = lint.known(loaded.manifest for loaded in pins.runs.values())
+    warnings = [lint.message(path, offset + f.line, f.figure, f.kind)
+                for f in lint.check(body, names)]
     page = _Page(path, offset, pins, style, store, docs, nested)
     page.options = family.options(meta, path)
     protected, saved = protect(body)
