@@ -4,7 +4,10 @@ the slope in the legend; a selection without delays is one line naming page and 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from itertools import pairwise
 from pathlib import Path
@@ -18,7 +21,7 @@ from perfpages.errors import PerfpagesError
 from perfpages.site.page import render_file
 from perfpages.site.store import RunStore
 from perfpages.testing import MACHINE
-from sites import DEMO, make_results
+from sites import DEMO, build_site, make_results
 
 SVG = "{http://www.w3.org/2000/svg}"
 RUN = "2026-12-01-synthetic-network"
@@ -134,3 +137,20 @@ def test_chart_takes_true_or_false(tmp_path: Path, results: Path) -> None:
     with pytest.raises(PerfpagesError, match=r"^docs/x/net\.md:8: macro: chart='yes' is not "
                                              r"True or False — write chart=True"):
         render(tmp_path, results, '{{ round_trips(run="net", block="network", chart="yes") }}\n')
+
+
+def test_a_block_without_delays_stops_mkdocs_build_with_one_line(tmp_path: Path,
+                                                                 results: Path) -> None:
+    """Through the real command line: `mkdocs build --strict` exits 1 naming page and line."""
+    page = (f"---\nruns:\n  demo: {DEMO}\n---\n# Net\n\n"
+            '{{ round_trips(block="callers", chart=True) }}\n')
+    build_site(tmp_path, {"index.md": "# Home\n"}, results)  # writes mkdocs.yml
+    (tmp_path / "docs" / "index.md").write_text(page, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if "delays" in line]
+    assert len(lines) == 1
+    assert "docs/index.md:7: macro: no cells of 'p50' measured across delays" in lines[0]
+    assert "Traceback" not in done.stderr
