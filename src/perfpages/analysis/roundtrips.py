@@ -9,7 +9,8 @@ delays, so its timer's overshoot does not inflate the slope. With many callers t
 holds queueing (callers waiting for a worker's thread), so it reads round trips only at one.
 
 One slope per round, from that round's cells; the result is a cell like any other (median of the
-rounds, min–max range), so comparing two builds' round trips is the method's one decision.
+rounds, min–max range), so comparing two builds' round trips is the method's one decision. The
+line a chart draws has that median slope, placed by least squares through the medians.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ class RoundTrips:
     latency: tuple[Cell, ...]  # per delay
     added: tuple[Cell, ...]  # measured added round-trip time per delay, ms
     slope: Cell  # round trips per call, one value per round
+
+    def line(self) -> tuple[float, float]:
+        """(slope, intercept) of the line to draw: the median of the rounds' slopes (the figure
+        the table reports), and the intercept that puts it nearest the medians (least squares
+        with the slope fixed: through their mean)."""
+        slope = self.slope.median
+        xs = [c.median for c in self.added]
+        ys = [c.median for c in self.latency]
+        return slope, fmean(ys) - slope * fmean(xs)
 
     def within(self, count: float, tolerance: float = 0.5) -> bool:
         """Every round's slope is within `tolerance` of `count` round trips."""

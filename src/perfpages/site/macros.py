@@ -18,13 +18,20 @@ from perfpages.analysis.method import (
     format_range,
     format_resolution,
 )
-from perfpages.analysis.metric import format_number, format_value, info
+from perfpages.analysis.metric import (
+    axis_title,
+    format_number,
+    format_value,
+    info,
+    metrics_title,
+)
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
 from perfpages.archive import files, preflight
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.pins import Found, Pins, Side
+from perfpages.site.tripchart import TripSeries, trips_chart
 from perfpages.site.verdicts import judge, noise_rows, resolution
 
 # Unit conversions from a metric's archived unit: (archived, shown) -> factor.
@@ -219,10 +226,14 @@ class Macros:
                          f"{format_resolution(high)}")
 
     def round_trips(self, metric: str = "p50", *, digits: int | None = None,
-                    **filters: Any) -> str:
+                    chart: bool = False, **filters: Any) -> str:
         """Round trips per call from latency against the delay to PostgreSQL: per series, the
         metric at each delay, the slope against the measured added round trip, and the round
-        trips and statements counted per call (the proxy's and pg_stat_statements')."""
+        trips and statements counted per call (the proxy's and pg_stat_statements'); with
+        chart=True, under the table the metric against the added round trip (tripchart.py)."""
+        if not isinstance(chart, bool):
+            raise AnalysisError(f"chart={chart!r} is not True or False",
+                                fix="write chart=True for the chart under the table")
         rows = series_round_trips(self.pins, metric, filters)
         delays = sorted({d for row in rows for d in row.trips.delays})
         shown = info(metric).unit  # the slope is read in the archived unit: nothing to scale
@@ -239,7 +250,13 @@ class Macros:
                                              else digits)),
                          *(escape.md(cell_text(c, "", 2, spread=False)) if c else "—"
                            for c in (row.counted, row.statements))])
-        return "\n\n" + escape.table(header, body) + "\n\n"
+        drawn = ""
+        if chart:
+            drawn = trips_chart([TripSeries(row.name, row.trips) for row in rows],
+                                title=f"{metrics_title([metric])} against the added round-trip "
+                                      "time", y_title=axis_title({metric: shown}),
+                                unit=shown) + "\n\n"
+        return "\n\n" + escape.table(header, body) + "\n\n" + drawn
 
     def cpu_shares(self, block: str = "profile", label: str | list[str] | None = None, *,
                    run: str | None = None, digits: int = 1) -> str:

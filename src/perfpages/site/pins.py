@@ -304,10 +304,14 @@ class Pins:
         if "delay_ms" in (filters.get("where") or {}):
             raise AnalysisError("where= sets delay_ms, the dimension round trips are read along",
                                 fix="leave delay_ms out of where=")
-        added = {(f.run, f.block, f.label, f.parameters): f
-                 for f in self.select(metric="added_rtt_ms", **filters)}
+        cells = self.select(metric=metric, **filters)  # a bad selection says so first
+        try:
+            measured = self.select(metric="added_rtt_ms", **filters)
+        except AnalysisError:  # no delay proxy anywhere in the selection: said below
+            measured = []
+        added = {(f.run, f.block, f.label, f.parameters): f for f in measured}
         series: dict[tuple[str, ...], list[tuple[float, Found, Found]]] = {}
-        for f in self.select(metric=metric, **filters):
+        for f in cells:
             other = added.get((f.run, f.block, f.label, f.parameters))
             if other is None or "delay_ms" not in f.params:
                 continue

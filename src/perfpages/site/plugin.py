@@ -27,7 +27,7 @@ from mkdocs.structure.pages import Page
 from perfpages import settings
 from perfpages.errors import PerfpagesError
 from perfpages.site import charts as chart
-from perfpages.site import page
+from perfpages.site import page, tables
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
 from perfpages.site.reproduction import Docs
@@ -50,6 +50,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         self.results_dir = self.root / "results"
         self.newest: dict[str, tuple[int, int, str]] = {}
         self.docs: Docs | None = None
+        self.wide: set[str] = set()  # pages whose tables perfpages wraps (tables.py)
 
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"],
                    dirty: bool) -> None:
@@ -85,7 +86,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         return server
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        files.append(File.generated(config, CSS, content=chart.STYLE))
+        files.append(File.generated(config, CSS, content=chart.STYLE + tables.STYLE))
         if not self.config.run_pages:
             return files
         cache = self.root / ".cache" / "perfpages" if self.config.cache else None
@@ -146,11 +147,22 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             raise PluginError(str(exc)) from None
         for warning in rendered.warnings:
             log.warning(warning)
+        if rendered.pins_runs or page.file.src_uri.startswith(f"{runpage.PREFIX}/"):
+            self.wide.add(page.file.src_uri)
+        else:
+            self.wide.discard(page.file.src_uri)
         text = rendered.markdown
         if page.file.src_uri in self.newest:
             n, top, newest_src = self.newest[page.file.src_uri]
             text = version.banner(n, top, newest_src, page.file.src_uri) + text
         return text
+
+
+    def on_page_content(self, html: str, /, *, page: Page, config: MkDocsConfig,
+                        files: Files) -> str:
+        """Tables of pages that pin runs, and of run pages, in a box that scrolls sideways (the
+        HTML, not the Markdown: published pages' snapshots stay byte-identical)."""
+        return tables.wrap(html) if page.file.src_uri in self.wide else html
 
 
 def _walk(items: list[Any]) -> list[Page]:

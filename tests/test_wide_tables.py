@@ -1,0 +1,82 @@
+"""Wide tables: on pages that pin runs and on run pages every table sits in a
+`perfpages-table` box (added to the HTML, not the Markdown), and the one stylesheet holds the
+rules that make it scroll sideways with its row names in place."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from perfpages.site import tables
+from sites import DEMO, build_site, make_results
+
+PAGE = f"""---
+runs:
+  demo: {DEMO}
+---
+# Demo
+
+{{{{ table("throughput", rows="call", columns="label", block="callers", change="v1.0") }}}}
+
+| typed | by hand |
+|---|---|
+| 1 | 2 |
+"""
+PLAIN = "# Guide\n\n| option | meaning |\n|---|---|\n| a | b |\n"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = make_results(tmp_path_factory.mktemp("results"))
+    built, warnings = build_site(tmp_path_factory.mktemp("site"),
+                                 {"index.md": PLAIN, "perf.md": PAGE}, results)
+    assert warnings == []
+    return built
+
+
+def boxed(html: str) -> tuple[int, int]:
+    """(tables, tables directly inside a perfpages-table box)."""
+    return (len(re.findall(r"<table\b", html)),
+            len(re.findall(r'<div class="perfpages-table"><table>', html)))
+
+
+def test_tables_of_a_page_that_pins_runs_are_boxed(site: Path) -> None:
+    html = (site / "perf" / "index.html").read_text(encoding="utf-8")
+    assert boxed(html) == (2, 2)  # the macro's and the hand-typed one
+    assert html.count("</table></div>") == 2
+    assert "<table class" not in html  # Material still styles and wraps the table itself
+
+
+def test_run_pages_tables_are_boxed_and_other_pages_are_not(site: Path) -> None:
+    run = (site / "runs" / DEMO / "index.html").read_text(encoding="utf-8")
+    found, inside = boxed(run)
+    assert found >= 2 and inside == found
+    index = (site / "runs" / "index.html").read_text(encoding="utf-8")
+    assert boxed(index)[0] == boxed(index)[1] == 1
+    guide = (site / "index.html").read_text(encoding="utf-8")
+    assert boxed(guide) == (1, 0)
+
+
+def test_the_stylesheet_scrolls_the_box_and_holds_the_row_names(site: Path) -> None:
+    css = (site / "assets" / "perfpages.css").read_text(encoding="utf-8")
+    assert ".perfpages-chart svg" in css  # one stylesheet: the charts' rules and the tables'
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S)))
+    by = {" ".join(k.split()): v for k, v in rules.items()}
+    first = by[".md-typeset .perfpages-table table:not([class]) tr > :first-child"]
+    assert "position: sticky" in first and "left: 0" in first and "background-color" in first
+    assert "white-space: nowrap" in by[".md-typeset .perfpages-table table:not([class]) td"]
+    numbers = [v for k, v in by.items() if "td:not(:first-child)" in k]
+    assert numbers and "text-align: right" in numbers[0]
+    assert "overflow: visible" in by[
+        ".md-typeset .perfpages-table .md-typeset__table table:not([class])"]
+    phone = css[css.index("@media screen and (max-width: 30em)"):]
+    assert "font-size: .56rem" in phone
+
+
+def test_wrap_boxes_every_table_once() -> None:
+    html = "<p>a</p><table><tr><td>1</td></tr></table><table>\n<tr><td>2</td></tr></table>"
+    out = tables.wrap(html)
+    assert out.count('<div class="perfpages-table"><table>') == 2
+    assert out.count("</table></div>") == 2 and out.startswith("<p>a</p>")
