@@ -133,8 +133,8 @@ def _load(run_dir: Path) -> dict[str, Any]:
     fix = "restore seal.json from git"
     if not isinstance(data, dict) or not {"format", "algorithm", "files"} <= set(data) or \
             not set(data) <= {"format", "algorithm", "files", ADDED}:
-        raise ArchiveError("not a seal: expected the keys format, algorithm and files (and "
-                           "added, for a seal added later)", where=where, fix=fix)
+        raise ArchiveError("not a seal: expected the keys format, algorithm and files",
+                           where=where, fix=fix)
     if data["format"] != SEAL_FORMAT or data["algorithm"] != "sha256":
         raise ArchiveError(f"not a {SEAL_FORMAT} with sha256 checksums", where=where,
                            key="format", fix=fix)
@@ -223,12 +223,16 @@ def check(run_dir: Path, manifest: Manifest) -> tuple[list[ArchiveError], list[s
         return [*problems, exc], []
     seal, record = data["files"], data.get(ADDED)
     legacy = manifest.format_version < SEALED_SINCE
-    if legacy != (record is not None):  # only `bench.seal` seals a format-1 run, and only it
+    if legacy and record is None:  # only `bench.seal` seals a format-1 run, and says so
         problems.append(ArchiveError(
-            f"a seal in a format-{manifest.format_version} run " + (
-                "without the record of being added later (format 1 predates sealing)" if legacy
-                else "with a record of being added later (its writer sealed it)"), where=where,
-            fix="run.json's format_version or seal.json was edited: restore the run from git"))
+            f"a seal in a format-{manifest.format_version} run (that format predates sealing)",
+            where=where, fix="run.json's format_version was edited, or seal.json lost the "
+                             "record of being added later: restore the run from git"))
+        return problems, []
+    if not legacy and record is not None:
+        problems.append(ArchiveError(
+            f"a seal added later in a format-{manifest.format_version} run (its writer sealed "
+            "it)", where=where, fix="seal.json was edited: restore the run from git"))
         return problems, []
     problems += _compare(run_dir, seal, [RUN_FILE, *others], "seal.json", problems)
     if not problems and {k: v for k, v in seal.items() if k != RUN_FILE} != manifest.files:
