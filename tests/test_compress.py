@@ -158,7 +158,7 @@ def test_a_tampered_gz_fails_verify_naming_it(compressed: Path, tmp_path: Path) 
     assert problems == [f"{target}: checksum mismatch (the file changed after the run was "
                         "complete) — restore it from git: a complete run is immutable"]
     done = perfpages("bench", "verify", "--results", str(tmp_path))
-    assert done.returncode == 1 and done.stdout == ""
+    assert done.returncode == 1 and done.stdout == "1 run verified, 1 with problems, 0 unsealed\n"
     assert done.stderr == f"error: {problems[0]}\n"
 
 
@@ -229,7 +229,8 @@ def test_verify_reports_each_runs_size_and_a_total(compressed: Path, tmp_path: P
     assert re.fullmatch(rf"ok: {RUN} \(complete\) · 9 files · [\d.]+ KiB "
                         r"\([\d.]+ MiB uncompressed\)", lines[2]), lines
     assert re.fullmatch(r"total: 2 runs · 11 files · [\d.]+ KiB \([\d.]+ MiB uncompressed\)",
-                        lines[-1])
+                        lines[-2])
+    assert lines[-1] == f"2 runs verified, 1 unsealed: {LEGACY.name}"
     one = perfpages("bench", "verify", "--results", str(tmp_path), "--run", RUN)
     assert one.stdout == lines[2] + "\n"  # one run: no total
 
@@ -333,7 +334,8 @@ def test_a_real_run_whose_subject_logs_every_request(tmp_path: Path) -> None:
     checked = perfpages("bench", "verify", "--results", str(results))
     assert checked.returncode == 0, checked.stderr
     assert re.fullmatch(rf"ok: {run_dir.name} \(complete\) · \d+ files · [\d.]+ KiB "
-                        r"\([\d.]+ (KiB|MiB) uncompressed\)\n", checked.stdout)
+                        r"\([\d.]+ (KiB|MiB) uncompressed\)\n1 run verified, 0 unsealed\n",
+                        checked.stdout)
     assert diagnostics.summary_lines(run_dir)  # the collected summaries read as before
     site, _ = build_site(tmp_path / "project", {"index.md": "# x\n"}, results)
     page = (site / "runs" / run_dir.name / "index.html").read_text()

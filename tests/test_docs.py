@@ -33,7 +33,7 @@ def test_every_task_is_documented(name: str) -> None:
     assert any(f"`{s}" in readme for s in spelled), f"{name} missing from README"
 
 
-@pytest.mark.parametrize("schema", ["run", "window"])
+@pytest.mark.parametrize("schema", ["run", "window", "seal"])
 def test_every_archive_key_is_documented(schema: str) -> None:
     text = (GUIDE / "archive.md").read_text()
     keys = json.loads(schema_path(schema).read_text())["properties"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfpages.archive.reader import find_runs, read_manifest, verify
+from perfpages.archive.seal import added
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = find_runs(ROOT / "results")
@@ -41,3 +42,16 @@ def test_archived_run_names_a_clean_commit_in_history(run_dir: Path) -> None:
     commit = str(harness.get("commit"))
     assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, \
         f"{run_dir.name}: harness commit {commit} is not in HEAD's history"
+
+
+@pytest.mark.parametrize("run_dir", RUNS, ids=[r.name for r in RUNS])
+def test_a_seal_added_later_names_a_commit_in_history(run_dir: Path) -> None:
+    record = added(run_dir)
+    if record is None:
+        pytest.skip("sealed by its writer, or not sealed")
+    if not (ROOT / ".git").exists() or git("rev-parse", "--is-shallow-repository").stdout.strip() \
+            != "false":
+        pytest.skip("needs the repository's full history")
+    assert record["dirty"] is False
+    assert git("merge-base", "--is-ancestor", record["commit"], "HEAD").returncode == 0, \
+        f"{run_dir.name}: sealed from {record['commit']}, which is not in HEAD's history"

@@ -98,7 +98,8 @@ def test_runs_archived_before_sealing_verify_with_a_note(
     size = verify(tmp_path / LEGACY.name).size
     assert size is not None and size.files == 2 and not size.compressed
     assert out.out.splitlines() == [f"ok: {LEGACY.name} (complete) · {size.text()}",
-                                    f"note: {LEGACY.name}: unsealed (archived before sealing)"]
+                                    f"note: {LEGACY.name}: unsealed (archived before sealing)",
+                                    f"1 run verified, 1 unsealed: {LEGACY.name}"]
 
 
 def test_a_seal_deleted_from_a_sealed_run_is_not_taken_for_legacy(scratch_run: Path) -> None:
@@ -184,11 +185,12 @@ def test_the_command_line_verifies_and_refuses(scratch_run: Path) -> None:
 
     ok = invoke(scratch_run.parent)
     assert ok.returncode == 0, ok.stderr
-    assert re.fullmatch(rf"ok: {scratch_run.name} \(complete\) · \d+ files · [\d.]+ KiB\n",
-                        ok.stdout)
+    assert re.fullmatch(rf"ok: {scratch_run.name} \(complete\) · \d+ files · [\d.]+ KiB\n"
+                        r"1 run verified, 0 unsealed\n", ok.stdout)
     edit_manifest(scratch_run, lambda m: m["method"].update(rounds=4))
     edited = invoke(scratch_run.parent)
     assert edited.returncode == 1 and "Traceback" not in edited.stderr
+    assert edited.stdout == "1 run verified, 1 with problems, 0 unsealed\n"
     first = edited.stderr.splitlines()[0]
     assert first.startswith(f"error: {scratch_run}/run.json: checksum mismatch (the file changed "
                             "after the run was sealed) — ")

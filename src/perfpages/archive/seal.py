@@ -3,7 +3,8 @@
 A run holds regular files and directories only. When a run completes, the writer writes
 `seal.json` last: the sha256 of every file, run.json included, so an edit anywhere shows.
 Runs of format version 1 were archived before sealing existed: run.json lists the other
-files' sha256, and run.json itself is unchecked.
+files' sha256, and run.json itself is unchecked until `bench.seal` adds a seal later (with an
+`added` record saying when, by which perfpages and from which commit: see archive/legacy.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ SEAL_FORMAT = "perfpages-seal"
 SEALED_SINCE = 2  # the first format version whose complete runs are sealed
 MAX_JSON_BYTES = 16 << 20  # run.json and seal.json: real ones are ~10 KB
 LEGACY_NOTE = "unsealed (archived before sealing)"
+ADDED = "added"  # the key of a seal added later to a run archived before sealing
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ONLY_REGULAR = "a run holds only regular files and directories: remove it or restore the run"
 
@@ -124,12 +126,13 @@ def contents(run_dir: Path) -> dict[str, Any]:
     return {"format": SEAL_FORMAT, "algorithm": "sha256", "files": dict(sorted(files.items()))}
 
 
-def read(run_dir: Path) -> dict[str, str]:
-    """The sha256 by file that seal.json fixes (raises ArchiveError when it is malformed)."""
+def _load(run_dir: Path) -> dict[str, Any]:
+    """seal.json, checked (raises ArchiveError when it is malformed)."""
     where = run_dir / SEAL_FILE
     data = schema.loads(read_bounded(where), where=where)
     fix = "restore seal.json from git"
-    if not isinstance(data, dict) or set(data) != {"format", "algorithm", "files"}:
+    if not isinstance(data, dict) or not {"format", "algorithm", "files"} <= set(data) or \
+            not set(data) <= {"format", "algorithm", "files", ADDED}:
         raise ArchiveError("not a seal: expected the keys format, algorithm and files",
                            where=where, fix=fix)
     if data["format"] != SEAL_FORMAT or data["algorithm"] != "sha256":
@@ -140,7 +143,28 @@ def read(run_dir: Path) -> dict[str, str]:
             isinstance(v, str) and _SHA256.fullmatch(v) for v in files.values()):
         raise ArchiveError("expected the sha256 (64 hex digits) of every file, run.json's "
                            "included", where=where, key="files", fix=fix)
+    schema.check(data, "seal", where=where, fix=fix)  # the added-later record's keys
+    return data
+
+
+def read(run_dir: Path) -> dict[str, str]:
+    """The sha256 by file that seal.json fixes (raises ArchiveError when it is malformed)."""
+    files: dict[str, str] = _load(run_dir)["files"]
     return files
+
+
+def added(run_dir: Path) -> dict[str, Any] | None:
+    """The record of a seal added later (`bench.seal`), or None: no seal, or the writer's."""
+    if not (run_dir / SEAL_FILE).is_file():
+        return None
+    record: dict[str, Any] | None = _load(run_dir).get(ADDED)
+    return record
+
+
+def added_text(record: dict[str, Any]) -> str:
+    """One line for verify and the run page: "added later, 2026-12-02, perfpages 0.1.0 at …"."""
+    return (f"added later, {str(record['at'])[:10]}, perfpages {record['perfpages']} at "
+            f"{record['commit']}")
 
 
 def _compare(run_dir: Path, expected: dict[str, str], present: list[str], listing: str,
@@ -185,13 +209,7 @@ def check(run_dir: Path, manifest: Manifest) -> tuple[list[ArchiveError], list[s
                                      fix="archive a new run"))
     others = [name for name in files if name not in (RUN_FILE, SEAL_FILE)]
     listed = "run.json's checksums"
-    if manifest.format_version < SEALED_SINCE:
-        if sealed:
-            problems.append(ArchiveError(
-                f"a seal in a format-{manifest.format_version} run (that format predates "
-                "sealing)", where=where,
-                fix="run.json's format_version was edited: restore the run from git"))
-            return problems, []
+    if manifest.format_version < SEALED_SINCE and not sealed:
         return problems + _compare(run_dir, manifest.files, others, listed, problems), \
             [LEGACY_NOTE]
     if not sealed:
@@ -200,12 +218,25 @@ def check(run_dir: Path, manifest: Manifest) -> tuple[list[ArchiveError], list[s
             where=run_dir, fix="restore it from git; a seal is never rewritten by hand"))
         return problems + _compare(run_dir, manifest.files, others, listed, problems), []
     try:
-        seal = read(run_dir)
+        data = _load(run_dir)
     except ArchiveError as exc:
         return [*problems, exc], []
+    seal, record = data["files"], data.get(ADDED)
+    legacy = manifest.format_version < SEALED_SINCE
+    if legacy and record is None:  # only `bench.seal` seals a format-1 run, and says so
+        problems.append(ArchiveError(
+            f"a seal in a format-{manifest.format_version} run (that format predates sealing)",
+            where=where, fix="run.json's format_version was edited, or seal.json lost the "
+                             "record of being added later: restore the run from git"))
+        return problems, []
+    if not legacy and record is not None:
+        problems.append(ArchiveError(
+            f"a seal added later in a format-{manifest.format_version} run (its writer sealed "
+            "it)", where=where, fix="seal.json was edited: restore the run from git"))
+        return problems, []
     problems += _compare(run_dir, seal, [RUN_FILE, *others], "seal.json", problems)
     if not problems and {k: v for k, v in seal.items() if k != RUN_FILE} != manifest.files:
         problems.append(ArchiveError("run.json's checksums differ from seal.json's",
                                      where=run_dir / RUN_FILE, key="files",
                                      fix="restore the run from git"))
-    return problems, []
+    return problems, [f"sealed: {added_text(record)}"] if record is not None else []

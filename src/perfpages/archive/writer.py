@@ -87,6 +87,12 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def write_json_durable(path: Path, data: Any) -> None:
+    """write_json_atomic, then fsync the directory: the rename, too, survives a power cut."""
+    write_json_atomic(path, data)
+    _fsync_dir(path.parent)
+
+
 def new_run_id(results_dir: Path, suite: str, slug: str = "", day: str | None = None) -> str:
     """`<YYYY-MM-DD>-<suite>[-<slug>]`, with -2, -3… when that directory already exists."""
     day = day or datetime.now(UTC).strftime("%Y-%m-%d")
@@ -315,8 +321,7 @@ class ArchiveWriter:
         if status != "complete":
             self.lock.release()
             return None
-        write_json_atomic(self.run_dir / SEAL_FILE, seal.contents(self.run_dir))
-        _fsync_dir(self.run_dir)  # the seal's rename, too, survives a power cut
+        write_json_durable(self.run_dir / SEAL_FILE, seal.contents(self.run_dir))
         self.lock.release()
         return open_run(self.run_dir)
 

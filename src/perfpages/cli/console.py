@@ -28,6 +28,7 @@ from perfpages.archive.reader import (
     status_text,
     verify,
 )
+from perfpages.archive.seal import LEGACY_NOTE, added_text
 from perfpages.cli.names import whole_number
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
 
@@ -298,10 +299,12 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
     if not runs:
         console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
-    failures, total = 0, Size()
+    failures, total, unsealed = 0, Size(), []
     for path in runs:
         problems = verify(path)
         total += problems.size or Size()
+        if LEGACY_NOTE in problems.notes:
+            unsealed.append(path.name)
         if problems:
             failures += 1
             for problem in problems:
@@ -314,7 +317,25 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
                 console.print(_escape(f"note: {path.name}: {note}"))
     if len(runs) > 1:
         console.print(_escape(f"total: {len(runs)} runs · {total.text()}"))
+    if not ref:  # every run: how many are still unsealed, and which
+        count = f"{len(runs)} run{'s' if len(runs) != 1 else ''} verified"
+        count += f", {failures} with problems" if failures else ""
+        count += f", {len(unsealed)} unsealed" + (f": {', '.join(unsealed)}" if unsealed else "")
+        console.print(_escape(count))
     return 1 if failures else 0
+
+
+def seal_run(results_dir: Path, ref: str, console: Console) -> int:
+    """`bench seal`: seal a run archived before sealing, naming this perfpages' commit."""
+    from perfpages.archive import legacy
+    from perfpages.run import machine
+
+    path = resolve(results_dir, ref)
+    record = legacy.seal_later(path, machine.harness())
+    console.print(_escape(f"sealed: {path.name} ({added_text(record)})"))
+    console.print(_escape(f"check it: perfpages bench.verify --run {path.name} --results "
+                          f"{path.parent}"))
+    return 0
 
 
 def print_cite(results_dir: Path, ref: str, site_url: str) -> int:

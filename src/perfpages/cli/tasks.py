@@ -146,6 +146,13 @@ def verify(c: Context, run: str | None = None, results: str | None = None) -> No
     _command(lambda cmd, out: cmd.verify_runs(s.results, run, out))
 
 
+@task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP})
+def seal(c: Context, run: str, results: str | None = None) -> None:
+    """Seal a run archived before sealing, once its files match run.json (from a clean checkout)."""
+    s = _settings(results)
+    _command(lambda cmd, out: cmd.seal_run(s.results, run, out))
+
+
 @task(positional=["run"], help={"run": "run id or unique part of it", "results": RESULTS_HELP,
                                 "site_url": "the published site, for the link (default: "
                                             "[tool.perfpages] site-url, else mkdocs.yml's; "
@@ -223,6 +230,7 @@ bench.add_task(run)
 bench.add_task(list_, name="list")
 bench.add_task(report)
 bench.add_task(verify)
+bench.add_task(seal)
 bench.add_task(cite)
 bench.add_task(replay)
 bench.add_task(calibrate)

@@ -31,6 +31,7 @@ from perfpages.archive.reader import (
     open_run,
     read_manifest,
 )
+from perfpages.archive.seal import SEAL_FILE, added, added_text
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import PerfpagesError
 from perfpages.site import escape, page
@@ -131,7 +132,8 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) ->
                    ("started", escape.md(m.started)), ("ended", escape.md(m.ended or "—")),
                    ("suite", escape.md(f"{m.suite} ({m.scope})")),
                    ("command", escape.code(m.command)), ("harness", escape.md(harness)),
-                   ("format", escape.md(f"perfpages-run v{m.format_version}"))]), ""]
+                   ("format", escape.md(f"perfpages-run v{m.format_version}")),
+                   *_sealed_later(run)]), ""]
     out += ["## Pins", "", escape.table(
         ["label", "pin", "environment", "PostgreSQL settings"],
         [[escape.code(name), escape.md(label.pin.describe()),
@@ -169,6 +171,12 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) ->
     if run.notes:
         out += ["## Notes", "", *[f"- {escape.md(n)}" for n in run.notes], ""]
     return "\n".join(out)
+
+
+def _sealed_later(run: Run) -> list[tuple[str, str]]:
+    """The provenance row of a seal added later by `bench.seal` (none for the writer's)."""
+    record = added(run.path) if run.manifest.status == "complete" else None
+    return [("sealed", escape.md(added_text(record)))] if record else []
 
 
 def _results(data: dict[str, object]) -> list[str]:
@@ -284,6 +292,9 @@ class RunPages:
         if self.cache_dir is None:
             return None
         raw = (run_dir / RUN_FILE).read_bytes()
+        # A seal added later (bench.seal) changes the page (its row, its file) but not run.json.
+        sealed = run_dir / SEAL_FILE
+        raw += sealed.read_bytes() if sealed.is_file() and not sealed.is_symlink() else b""
         key = hashlib.sha256(raw + self._code.encode() + self.site_url.encode()).hexdigest()
         return self.cache_dir / f"{run_dir.name}.{key[:24]}.md"
 
