@@ -14,12 +14,14 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
+from perfpages.analysis.warnings import summary
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.preflight import line
@@ -33,7 +35,7 @@ from perfpages.archive.reader import (
 )
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import PerfpagesError
-from perfpages.site import escape, page
+from perfpages.site import escape, header, page
 from perfpages.site import reproduction as repro
 from perfpages.site.store import RunStore, code_hash
 
@@ -326,6 +328,18 @@ class RunPages:
                 e.markdown += self.reproduction(e.manifest, replays.get(e.id, []))
         return entries
 
+    def warnings(self, entries: list[RunEntry]) -> dict[str, str]:
+        """Each complete run's warnings in short, for the index (`perfpages.analysis.warnings`,
+        decided once per run and cached beside its cells)."""
+        out = {}
+        for e in entries:
+            if e.manifest is not None and e.manifest.status == "complete":
+                try:
+                    out[e.id] = summary(header.items(self.store.get(e.id)))
+                except PerfpagesError:
+                    continue  # its page says why it cannot be read
+        return out
+
     def _reproduce(self, original: str, second: str) -> dict[str, Any] | str:
         """The reproduction of `original` by `second`, or the one line why there is none."""
         if (original, second) not in self._reproduced:
@@ -367,21 +381,23 @@ class RunPages:
         return "\n".join(out)
 
 
-def index(entries: list[RunEntry]) -> str:
-    """The index of all runs, newest first."""
+def index(entries: list[RunEntry], warnings: Mapping[str, str] | None = None) -> str:
+    """The index of all runs, newest first; `warnings`: each run's in short (RunPages.warnings)."""
     out = ["# Runs", "", "Every archived run under `results/`, newest first. A run's page has its "
-           "pins, method, machine, tables, files with checksums, and how to cite and replay it.",
-           ""]
+           "pins, method, machine, tables, files with checksums, and how to cite and replay it. "
+           "Warnings: the largest floor drift beyond the run's threshold, blocks with a busy "
+           "machine, blocks not certified.", ""]
     if not entries:
         return "\n".join([*out, "No run is archived yet: `invoke bench.run` makes one.", ""])
     rows = []
     for e in sorted(entries, key=lambda e: e.id, reverse=True):
         link = f"[{escape.md(e.id)}]({quote(e.id)}.md)"
         if e.manifest is None:
-            rows.append([link, "—", "—", "unreadable", escape.md(e.problem or "")])
+            rows.append([link, "—", "—", "unreadable", "—", "—", escape.md(e.problem or "")])
             continue
         m = e.manifest
         rows.append([link, escape.md(m.date), escape.md(f"{m.suite} ({m.scope})"),
-                     escape.md(m.status), escape.md(m.title)])
-    return "\n".join([*out, escape.table(["run", "date", "suite", "status", "title"], rows), ""])
-
+                     escape.md(m.status), escape.md(header.machine_short(m.machine)),
+                     escape.md((warnings or {}).get(e.id, "—")), escape.md(m.title)])
+    return "\n".join([*out, escape.table(["run", "date", "suite", "status", "machine",
+                                           "warnings", "title"], rows), ""])
