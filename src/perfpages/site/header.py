@@ -27,7 +27,6 @@ from perfpages.site.store import Loaded, product_cache
 from perfpages.site.verdicts import aa_found
 
 PRODUCT = "warnings"
-RUNS = "runs"  # where run pages are (runpages.PREFIX; not imported: runpages imports us)
 
 
 def _windows(loaded: Loaded) -> list[Windows]:
@@ -108,7 +107,9 @@ def _machine_long(machine: Mapping[str, Any]) -> str:
 def _link(alias: str, run_id: str, page_src: str | None) -> str:
     if page_src is None:
         return escape.code(alias)
-    target = posixpath.relpath(f"{RUNS}/{run_id}.md", posixpath.dirname(page_src) or ".")
+    from perfpages.site.runpages import PREFIX  # here: runpages imports this module
+
+    target = posixpath.relpath(f"{PREFIX}/{run_id}.md", posixpath.dirname(page_src) or ".")
     return f"[{escape.code(alias)}]({quote(target)})"
 
 
