@@ -84,7 +84,7 @@ def test_the_page_text_keeps_no_header(results: Path) -> None:
     done = render(page, {"runs": {"new": NOISY}}, path="p.md", offset=0,
                   store=RunStore(results))
     assert "Before the figures" not in done.markdown and "Measured on" not in done.markdown
-    shown = header.under_title(done.markdown, header.markdown(done.runs, "perf/p.md"))
+    shown = header.under_title(done.markdown, header.markdown(done.runs, "perf/p.md", "runs"))
     assert shown.startswith('# Perf\n\n!!! warning "Before the figures"\n')
     assert f"(../runs/{NOISY}.md), block callers: floor drifted −60 %" in shown
 

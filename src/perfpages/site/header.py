@@ -104,20 +104,21 @@ def _machine_long(machine: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _link(alias: str, run_id: str, page_src: str | None) -> str:
-    if page_src is None:
+def _link(alias: str, run_id: str, page_src: str | None, run_pages: str | None) -> str:
+    if page_src is None or run_pages is None:
         return escape.code(alias)
-    from perfpages.site.runpages import PREFIX  # here: runpages imports this module
-
-    target = posixpath.relpath(f"{PREFIX}/{run_id}.md", posixpath.dirname(page_src) or ".")
+    target = posixpath.relpath(f"{run_pages}/{run_id}.md", posixpath.dirname(page_src) or ".")
     return f"[{escape.code(alias)}]({quote(target)})"
 
 
-def box(runs: Mapping[str, Loaded], page_src: str | None = None) -> str:
-    """One `!!! warning` listing every pinned run's warnings ("" when there are none)."""
+def box(runs: Mapping[str, Loaded], page_src: str | None = None,
+        run_pages: str | None = None) -> str:
+    """One `!!! warning` listing every pinned run's warnings ("" when there are none); each
+    links its run's page when `page_src` (the page under docs/) and `run_pages` (where run pages
+    are, runpages.PREFIX) are given."""
     lines = []
     for alias, loaded in runs.items():
-        link = _link(alias, loaded.manifest.id, page_src)
+        link = _link(alias, loaded.manifest.id, page_src, run_pages)
         for i in items(loaded):
             where = f", block {escape.md(i.block)}" if i.block else ""
             lines.append(f"    - {link}{where}: {escape.md(i.text)}")
@@ -151,9 +152,10 @@ def machine(runs: Mapping[str, Loaded]) -> str:
             "runs are not comparable as numbers.\n\n")
 
 
-def markdown(runs: Mapping[str, Loaded], page_src: str | None = None) -> str:
+def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
+             run_pages: str | None = None) -> str:
     """The whole header: the warning box, then the machine."""
-    return box(runs, page_src) + machine(runs)
+    return box(runs, page_src, run_pages) + machine(runs)
 
 
 def under_title(text: str, header: str) -> str:

@@ -144,8 +144,8 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             rendered = page_render(markdown, page.meta, shown, source, self.store, self.docs)
             superseded = version.superseded(page.meta, shown.replace(os.sep, "/"))
             # Outside the page's snapshot: what is known of its runs now, and their machine
-            top = header.markdown(rendered.runs,
-                                  page.file.src_uri if self.config.run_pages else None)
+            top = header.markdown(rendered.runs, page.file.src_uri,
+                                  runpage.PREFIX if self.config.run_pages else None)
         except PerfpagesError as exc:
             raise PluginError(str(exc)) from None
         for warning in rendered.warnings:
