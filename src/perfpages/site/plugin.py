@@ -105,7 +105,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             for site_path, text in entry.texts.items():  # compressed files, readable
                 files.append(File.generated(config, site_path, content=text))
         files.append(File.generated(config, f"{runpage.PREFIX}/index.md",
-                                    content=runpage.index(entries, pages.warnings(entries))))
+                                    content=runpage.index(entries)))
         return files
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from perfpages.archive.reader import (
     read_manifest,
 )
 from perfpages.archive.writer import write_text_atomic
-from perfpages.errors import PerfpagesError
+from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape, header, page
 from perfpages.site import reproduction as repro
 from perfpages.site.store import RunStore, code_hash
@@ -56,6 +55,7 @@ class RunEntry:
     manifest: Manifest | None = None
     problem: str | None = None  # why the run could not be read
     texts: dict[str, str] = field(default_factory=dict)  # site path -> generated (readable)
+    warnings: str = "—"  # a complete run's warnings in short, for the index
 
 
 _size = stored.size_text
@@ -264,6 +264,13 @@ def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
     return out
 
 
+def _warnings(store: RunStore, run_id: str) -> str:
+    try:
+        return summary(header.items(store.get(run_id)))
+    except AnalysisError as exc:  # the run is intact (its page says so) but not decidable
+        return f"not decided: {exc}"
+
+
 def _site_files(run_dir: Path) -> dict[str, Path]:
     return {f"{PREFIX}/{run_dir.name}/{p.relative_to(run_dir).as_posix()}": p
             for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
@@ -294,27 +301,33 @@ class RunPages:
             manifest = read_manifest(run_dir)
             cache = self._cache_path(run_dir) if manifest.status == "complete" else None
             copies = cache.with_suffix(".texts.json") if cache is not None else None
-            if cache is not None and cache.is_file() and \
-                    archived_files(run_dir) == manifest.files:
+            noted = cache.with_suffix(".warnings.txt") if cache is not None else None
+            if cache is not None and noted is not None and cache.is_file() and \
+                    noted.is_file() and archived_files(run_dir) == manifest.files:
                 text = cache.read_text(encoding="utf-8")
                 texts = json.loads(copies.read_text(encoding="utf-8")) \
                     if copies is not None and copies.is_file() else {}
+                short = noted.read_text(encoding="utf-8")
             else:  # not cached, or its files changed: open_run names the problem
                 run = open_run(run_dir)
                 shown = readable(run)
                 text = render(run, self.site_url, shown)
                 texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
-                if cache is not None and copies is not None:
+                short = _warnings(self.store, run_dir.name) \
+                    if manifest.status == "complete" else "—"
+                if cache is not None and copies is not None and noted is not None:
                     cache.parent.mkdir(parents=True, exist_ok=True)
                     if texts:  # before the page: a cached page always has its copies
                         write_text_atomic(copies, json.dumps(texts))
+                    write_text_atomic(noted, short)
                     write_text_atomic(cache, text)  # never half a page for the next build
         except PerfpagesError as exc:
             text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
                     f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
                     f"    {escape.md(exc)}\n")
             return RunEntry(run_dir.name, text, problem=str(exc))
-        return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts)
+        return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts,
+                        warnings=short)
 
     def entries(self) -> list[RunEntry]:
         entries = [self.entry(d) for d in find_runs(self.results_dir)]
@@ -327,18 +340,6 @@ class RunPages:
             if e.manifest is not None:
                 e.markdown += self.reproduction(e.manifest, replays.get(e.id, []))
         return entries
-
-    def warnings(self, entries: list[RunEntry]) -> dict[str, str]:
-        """Each complete run's warnings in short, for the index (`perfpages.analysis.warnings`,
-        decided once per run and cached beside its cells)."""
-        out = {}
-        for e in entries:
-            if e.manifest is not None and e.manifest.status == "complete":
-                try:
-                    out[e.id] = summary(header.items(self.store.get(e.id)))
-                except PerfpagesError:
-                    continue  # its page says why it cannot be read
-        return out
 
     def _reproduce(self, original: str, second: str) -> dict[str, Any] | str:
         """The reproduction of `original` by `second`, or the one line why there is none."""
@@ -381,8 +382,9 @@ class RunPages:
         return "\n".join(out)
 
 
-def index(entries: list[RunEntry], warnings: Mapping[str, str] | None = None) -> str:
-    """The index of all runs, newest first; `warnings`: each run's in short (RunPages.warnings)."""
+def index(entries: list[RunEntry]) -> str:
+    """The index of all runs, newest first, with each run's machine and warnings in short
+    (`perfpages.analysis.warnings`, decided when its page is made and cached with it)."""
     out = ["# Runs", "", "Every archived run under `results/`, newest first. A run's page has its "
            "pins, method, machine, tables, files with checksums, and how to cite and replay it. "
            "Warnings: the largest floor drift beyond the run's threshold, blocks with a busy "
@@ -398,6 +400,6 @@ def index(entries: list[RunEntry], warnings: Mapping[str, str] | None = None) ->
         m = e.manifest
         rows.append([link, escape.md(m.date), escape.md(f"{m.suite} ({m.scope})"),
                      escape.md(m.status), escape.md(header.machine_short(m.machine)),
-                     escape.md((warnings or {}).get(e.id, "—")), escape.md(m.title)])
+                     escape.md(e.warnings), escape.md(m.title)])
     return "\n".join([*out, escape.table(["run", "date", "suite", "status", "machine",
                                            "warnings", "title"], rows), ""])
