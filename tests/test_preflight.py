@@ -23,6 +23,7 @@ from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.errors import ArchiveError
 from perfpages.run import preflight
+from perfpages.site import header
 from perfpages.site.page import render
 from perfpages.site.runpages import render as run_page
 from perfpages.site.store import RunStore
@@ -204,11 +205,14 @@ def test_run_page_and_performance_page_show_a_busy_machine(busy_results: Path) -
     assert "| callers | a | 30 | ⚠ 30 | 35 % | 0.2 % |" in quiet
     page = ("# Busy\n\n{{ figure('throughput', label='a', block='callers', "
             "where={'call': 'page'}) }}\n")
-    done = render(page, {"runs": {"r": RUN}}, path="p.md", offset=0,
-                  store=RunStore(busy_results))
-    lines = done.markdown.split("\n")
-    assert lines[0] == "# Busy" and lines[2] == '!!! warning "The machine was busy"'
-    assert "r: callers: the machine was busy" in done.markdown
+    store = RunStore(busy_results)
+    done = render(page, {"runs": {"r": RUN}}, path="p.md", offset=0, store=store)
+    assert "busy" not in done.markdown  # the page's own text (its snapshot) says nothing of it
+    lines = header.under_title(done.markdown, header.markdown(done.runs)).split("\n")
+    assert lines[0] == "# Busy" and lines[2] == '!!! warning "Before the figures"'
+    shown = "\n".join(lines)
+    assert "<code>r</code>, block callers: preflight before it: the machine was busy" in shown
+    assert "<code>r</code>, block callers: 60 of 60 windows measured on a busy machine" in shown
     calm = render(page, {"runs": {"r": "2026-11-09-synthetic-calm"}}, path="p.md", offset=0,
-                  store=RunStore(busy_results))
-    assert "busy" not in calm.markdown and calm.markdown.startswith("# Busy\n\n")
+                  store=store)
+    assert not any(i.kind in ("busy", "windows") for i in header.items(calm.runs["r"]))

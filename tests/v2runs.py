@@ -5,6 +5,7 @@ label with a known shift and an A/A twin of the base (the same build under anoth
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,11 +23,14 @@ PARAMS = [{"call": "lookup", "callers": 32}, {"call": "page", "callers": 32}]
 def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: float = 0.03,
              rounds: int = 20, aa: bool = True, test: str = "wilcoxon", seed: int = 11,
              aa_shift: float = 0.0, blocks: tuple[str, ...] = ("callers",),
-             floors: tuple[float, float] | None = None) -> str:
+             floors: tuple[float, float] | None = None, again: int = 0,
+             machine: dict[str, object] | None = None) -> str:
     """A complete method v2 run: labels base, changed (throughput × (1 + shift), p50 ÷ it) and,
     with `aa`, base-again (the base's build; `aa_shift` moves it, to make a noisy A/A pair).
     Each window's level carries its own noise (`noise`, a fraction). `floors`: a pgbench floor
-    before and after each block (tps, two one-second windows each)."""
+    before and after each block (tps, two one-second windows each). `again`: that many of each
+    block's first windows ran on a busy machine and were measured again at the block's end
+    (attempt 2, quiet). `machine`: run.json's, instead of the synthetic one."""
     base = Label("base", Pin("package", requirement="demo==1.0", version="1.0",
                              artifacts={"demo-1.0-py3-none-any.whl": "ab" * 32}))
     labels = {"base": base,
@@ -43,10 +47,11 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
         labels=labels,
         method=Method(rounds=rounds, order="shuffle", seed=seed, warmup_s=1, window_s=2,
                       min_rounds=5, rule={"test": test, "alpha": 0.01}),
-        machine=MACHINE,
+        machine=machine or MACHINE,
         blocks={b: Block(b, title=b, metrics=("throughput", "p50")) for b in blocks})
     rng = random.Random(seed)
     clock = EPOCH
+    redo: list[Window] = []
     with ArchiveWriter.create(results, manifest) as writer:
         for block in blocks:
             for position, tps in zip(("before", "after"), floors or (), strict=False):
@@ -60,12 +65,29 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
                 rng.shuffle(order)
                 for label in order:
                     for params in PARAMS:
-                        level = factor[label] * (1 + rng.gauss(0, noise))
-                        requests = int(2000 * level)
-                        writer.append(Window(
-                            block=block, label=label, round=rnd, params=dict(params),
-                            start=clock.isoformat() + "Z", duration_s=2.0, requests=requests,
-                            codes={"200": requests}, metrics={"p50": 16.0 / level}))
+                        busy = len(redo) < again
+                        window = _window(block, label, rnd, params, clock,
+                                         factor[label] * (1 + rng.gauss(0, noise)), busy)
+                        writer.append(window)
+                        redo += [window] * busy
                         clock += timedelta(seconds=2)
+            for window in redo:
+                writer.append(replace(window, attempt=2, machine=QUIET,
+                                      start=clock.isoformat() + "Z"))
+                clock += timedelta(seconds=2)
+            redo = []
         writer.finish("complete", ended=clock.isoformat() + "Z")
     return run_id
+
+
+BUSY = {"busy_pct": 80.0, "others_pct": 35.0, "steal_pct": 0.2, "load1": 1.3}
+QUIET = {"busy_pct": 50.0, "others_pct": 2.0, "steal_pct": 0.0, "load1": 0.5}
+
+
+def _window(block: str, label: str, rnd: int, params: dict[str, object], clock: datetime,
+            level: float, busy: bool) -> Window:
+    requests = int(2000 * level)
+    return Window(block=block, label=label, round=rnd, params=dict(params),
+                  start=clock.isoformat() + "Z", duration_s=2.0, requests=requests,
+                  codes={"200": requests}, metrics={"p50": 16.0 / level},
+                  machine=BUSY if busy else None)

@@ -26,7 +26,7 @@ from perfpages.analysis.metric import (
     metrics_title,
 )
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
-from perfpages.archive import files, preflight
+from perfpages.archive import files
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
@@ -299,19 +299,6 @@ class Macros:
                     ("⚠ " if row.clear else "") + f"{row.clear} of {len(row.changes)}",
                     escape.md(f"±{format_number(row.spread * 100, digits)} %")])
         return "\n\n" + escape.table(header, body) + "\n\n"
-
-
-def busy_machine(pins: Pins) -> str:
-    """An admonition for a page whose pinned runs found the machine busy before a block
-    ("" when every preflight was quiet, or the runs predate preflights)."""
-    lines = [f"    - {escape.md(f'{alias}: {preflight.line(r)}')}" for alias, loaded in
-             pins.runs.items() for r in preflight.read(loaded.path) if r["busy"]]
-    if not lines:
-        return ""
-    return "\n".join(['!!! warning "The machine was busy"', "",
-                      "    Before these blocks the preflight found the machine busy, and the "
-                      "figures may carry that load (each run's page has the details):", "",
-                      *lines, "", ""])
 
 
 def given(text: object) -> str:

@@ -23,10 +23,10 @@ from perfpages.site import escape, family, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
-from perfpages.site.macros import Macros, busy_machine
+from perfpages.site.macros import Macros
 from perfpages.site.pins import Pins, parse_front_matter
 from perfpages.site.plots import Plots, chart_style
-from perfpages.site.store import RunStore
+from perfpages.site.store import Loaded, RunStore
 
 FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
 CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
@@ -43,6 +43,9 @@ class Rendered:
     claims: list[Claim] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # lint findings and failed claims
     pins_runs: bool = True  # False: the page has no `runs:` and was left as written
+    # The pinned runs by alias, for the header the plugin adds outside the snapshot
+    # (perfpages.site.header: warnings and the machine)
+    runs: dict[str, Loaded] = field(default_factory=dict)
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -281,11 +284,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
     text = _annotate(restore(text, saved), page.claims)
-    busy = busy_machine(pins)  # under the title: a reader sees it before any figure
-    if busy:
-        title, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
-        text = (f"{title}\n\n" if title else "") + busy + rest.lstrip("\n")
-    return Rendered(text, page.claims, warnings)
+    return Rendered(text, page.claims, warnings, runs=dict(pins.runs))
 
 
 def render_file(file: Path, *, path: str, store: RunStore,

@@ -27,7 +27,7 @@ from mkdocs.structure.pages import Page
 from perfpages import settings
 from perfpages.errors import PerfpagesError
 from perfpages.site import charts as chart
-from perfpages.site import page, tables
+from perfpages.site import header, page, tables
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
 from perfpages.site.reproduction import Docs
@@ -143,6 +143,10 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         source = page.file.content_string
         try:
             rendered = page_render(markdown, page.meta, shown, source, self.store, self.docs)
+            superseded = version.superseded(page.meta, shown.replace(os.sep, "/"))
+            # Outside the page's snapshot: what is known of its runs now, and their machine
+            top = header.markdown(rendered.runs, page.file.src_uri,
+                                  runpage.PREFIX if self.config.run_pages else None)
         except PerfpagesError as exc:
             raise PluginError(str(exc)) from None
         for warning in rendered.warnings:
@@ -151,10 +155,10 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             self.wide.add(page.file.src_uri)
         else:
             self.wide.discard(page.file.src_uri)
-        text = rendered.markdown
+        text = header.under_title(rendered.markdown, top)
         if page.file.src_uri in self.newest:
-            n, top, newest_src = self.newest[page.file.src_uri]
-            text = version.banner(n, top, newest_src, page.file.src_uri) + text
+            n, top_n, newest_src = self.newest[page.file.src_uri]
+            text = version.banner(n, top_n, newest_src, page.file.src_uri, superseded) + text
         return text
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
+from perfpages.analysis.warnings import summary
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.preflight import line
@@ -33,8 +34,8 @@ from perfpages.archive.reader import (
 )
 from perfpages.archive.seal import SEAL_FILE, added, added_text
 from perfpages.archive.writer import write_text_atomic
-from perfpages.errors import PerfpagesError
-from perfpages.site import escape, page
+from perfpages.errors import AnalysisError, PerfpagesError
+from perfpages.site import escape, header, page
 from perfpages.site import reproduction as repro
 from perfpages.site.store import RunStore, code_hash
 
@@ -55,6 +56,7 @@ class RunEntry:
     manifest: Manifest | None = None
     problem: str | None = None  # why the run could not be read
     texts: dict[str, str] = field(default_factory=dict)  # site path -> generated (readable)
+    warnings: str = "—"  # a complete run's warnings in short, for the index
 
 
 _size = stored.size_text
@@ -270,6 +272,13 @@ def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
     return out
 
 
+def _warnings(store: RunStore, run_id: str) -> str:
+    try:
+        return summary(header.items(store.get(run_id)))
+    except AnalysisError as exc:  # the run is intact (its page says so) but not decidable
+        return f"not decided: {exc}"
+
+
 def _site_files(run_dir: Path) -> dict[str, Path]:
     return {f"{PREFIX}/{run_dir.name}/{p.relative_to(run_dir).as_posix()}": p
             for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
@@ -303,27 +312,33 @@ class RunPages:
             manifest = read_manifest(run_dir)
             cache = self._cache_path(run_dir) if manifest.status == "complete" else None
             copies = cache.with_suffix(".texts.json") if cache is not None else None
-            if cache is not None and cache.is_file() and \
-                    archived_files(run_dir) == manifest.files:
+            noted = cache.with_suffix(".warnings.txt") if cache is not None else None
+            if cache is not None and noted is not None and cache.is_file() and \
+                    noted.is_file() and archived_files(run_dir) == manifest.files:
                 text = cache.read_text(encoding="utf-8")
                 texts = json.loads(copies.read_text(encoding="utf-8")) \
                     if copies is not None and copies.is_file() else {}
+                short = noted.read_text(encoding="utf-8")
             else:  # not cached, or its files changed: open_run names the problem
                 run = open_run(run_dir)
                 shown = readable(run)
                 text = render(run, self.site_url, shown)
                 texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
-                if cache is not None and copies is not None:
+                short = _warnings(self.store, run_dir.name) \
+                    if manifest.status == "complete" else "—"
+                if cache is not None and copies is not None and noted is not None:
                     cache.parent.mkdir(parents=True, exist_ok=True)
                     if texts:  # before the page: a cached page always has its copies
                         write_text_atomic(copies, json.dumps(texts))
+                    write_text_atomic(noted, short)
                     write_text_atomic(cache, text)  # never half a page for the next build
         except PerfpagesError as exc:
             text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
                     f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
                     f"    {escape.md(exc)}\n")
             return RunEntry(run_dir.name, text, problem=str(exc))
-        return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts)
+        return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts,
+                        warnings=short)
 
     def entries(self) -> list[RunEntry]:
         entries = [self.entry(d) for d in find_runs(self.results_dir)]
@@ -379,20 +394,23 @@ class RunPages:
 
 
 def index(entries: list[RunEntry]) -> str:
-    """The index of all runs, newest first."""
+    """The index of all runs, newest first, with each run's machine and warnings in short
+    (`perfpages.analysis.warnings`, decided when its page is made and cached with it)."""
     out = ["# Runs", "", "Every archived run under `results/`, newest first. A run's page has its "
-           "pins, method, machine, tables, files with checksums, and how to cite and replay it.",
-           ""]
+           "pins, method, machine, tables, files with checksums, and how to cite and replay it. "
+           "Warnings: the largest floor drift beyond the run's threshold, blocks with a busy "
+           "machine, blocks not certified.", ""]
     if not entries:
         return "\n".join([*out, "No run is archived yet: `invoke bench.run` makes one.", ""])
     rows = []
     for e in sorted(entries, key=lambda e: e.id, reverse=True):
         link = f"[{escape.md(e.id)}]({quote(e.id)}.md)"
         if e.manifest is None:
-            rows.append([link, "—", "—", "unreadable", escape.md(e.problem or "")])
+            rows.append([link, "—", "—", "unreadable", "—", "—", escape.md(e.problem or "")])
             continue
         m = e.manifest
         rows.append([link, escape.md(m.date), escape.md(f"{m.suite} ({m.scope})"),
-                     escape.md(m.status), escape.md(m.title)])
-    return "\n".join([*out, escape.table(["run", "date", "suite", "status", "title"], rows), ""])
-
+                     escape.md(m.status), escape.md(header.machine_short(m.machine)),
+                     escape.md(e.warnings), escape.md(m.title)])
+    return "\n".join([*out, escape.table(["run", "date", "suite", "status", "machine",
+                                           "warnings", "title"], rows), ""])

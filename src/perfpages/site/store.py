@@ -125,6 +125,13 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
     return out
 
 
+def product_cache(loaded: Loaded, product: str) -> Path | None:
+    """Where a complete run's derived `product` (e.g. its warnings) is cached, beside its
+    histograms and under the same key; None when the run is not cached."""
+    path = loaded.histogram_cache
+    return None if path is None else path.parent.parent / product / path.name
+
+
 def _histograms(saved: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, Latency]]:
     out: dict[tuple[str, str, str], dict[int, Latency]] = {}
     for h in saved:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from perfpages.errors import PerfpagesError
 
 VERSION = re.compile(r"^v(\d+)$")
 T = TypeVar("T")
@@ -37,9 +39,29 @@ def newest_first(items: Sequence[T], versions: Sequence[int | None]) -> list[T]:
     return out
 
 
-def banner(version: int, newest: int, newest_src: str, page_src: str) -> str:
-    """The note at the top of an older version, linking the newest."""
+def superseded(meta: Mapping[str, Any], where: str) -> str | None:
+    """An older version's `superseded:` paragraph (what it got wrong), or None."""
+    value = meta.get("superseded")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise PerfpagesError(f"superseded must be one paragraph of text, not {value!r}",
+                             where=where, key="superseded",
+                             fix='write it as `superseded: "v1 pooled the floors …"`')
+    return value.strip()
+
+
+def banner(version: int, newest: int, newest_src: str, page_src: str,
+           superseded: str | None = None) -> str:
+    """The note at the top of an older version, linking the newest; with `superseded` (what
+    the version got wrong), a warning that carries it."""
     link = posixpath.relpath(newest_src, posixpath.dirname(page_src) or ".")
+    if superseded is not None:
+        said = "\n".join(f"    {line}".rstrip() for line in superseded.split("\n"))
+        return (f'!!! warning "Superseded by v{newest}"\n\n'
+                f"    This version v{version} renders exactly what it said, from its own pinned "
+                f"runs; the newest is [v{newest}]({link}). What it got wrong:\n\n"
+                f"{said}\n\n")
     return (f'!!! note "Version v{version} — kept as published"\n\n'
             f"    This version renders exactly what it said, from its own pinned runs. "
             f"The newest is [v{newest}]({link}).\n\n")

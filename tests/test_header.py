@@ -1,0 +1,158 @@
+"""What a reader sees first: a run's warnings (decided once), the box and the machine under a
+page's title, the note above a superseded version, and the runs index's columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfpages.analysis import warnings
+from perfpages.analysis.warnings import Floor, Item, Pair, Windows
+from perfpages.site import header
+from perfpages.site.page import render
+from perfpages.site.store import RunStore
+from sites import DEMO, Failed, build_site, make_results
+from v2runs import write_v2
+
+NOISY = "2026-12-01-synthetic-noisy"  # busy windows, a drifted floor, a noisy A/A pair
+CALM = "2026-12-01-synthetic-calm"  # quiet, steady floors, a quiet A/A pair
+ALONE = "2026-12-01-synthetic-alone"  # no A/A pair
+XEON = {"cpu": "Intel Xeon (synthetic)", "cores": 4, "memory_gib": 16.0, "kernel": "synthetic",
+        "python": "3.11.7", "postgresql": "18.6", "pg_settings": {}}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_results(tmp_path_factory.mktemp("results"))  # v1 runs: the demo and others
+    write_v2(root, NOISY, aa_shift=0.08, floors=(1000.0, 400.0), again=3,
+             blocks=("callers", "pages"))
+    write_v2(root, CALM, floors=(1000.0, 1010.0))
+    write_v2(root, ALONE, aa=False, machine=XEON)
+    return root
+
+
+def test_decide_on_raw_values() -> None:
+    items = warnings.decide(
+        exact=True, blocks=["a", "b", "c"],
+        preflights=[{"block": "b", "busy": True, "reasons": ["load 3.0"], "load1": 3.0,
+                     "busy_pct": 90, "others_pct": 60, "steal_pct": 0}],
+        windows=[Windows("a", 480, 7, 1), Windows("b", 100, 0, 0)],
+        floors=[Floor("a", "tps", 14723, 5150, True), Floor("b", "tps", 1000, 1050, False)],
+        pairs=[Pair("a", 6, 0), Pair("b", 6, 2)])
+    assert [(i.kind, i.block) for i in items] == [
+        ("windows", "a"), ("drift", "a"), ("busy", "b"), ("uncertified", "b"),
+        ("uncertified", "c")]
+    assert items[0].text == "7 of 480 windows busy, measured again; 1 busy again"
+    assert items[1].text == "floor drifted −65 % (14,723 → 5,150/s) over the block"
+    assert items[3].text == "not certified: 2 of 6 A/A cells clear"
+    assert items[4].text == "not certified: no A/A pair"
+    assert warnings.summary(items) == "drift −65 %; 2 busy blocks; 2 not certified"
+    assert warnings.summary([]) == "—"
+    v1 = warnings.decide(exact=False, blocks=["a"], windows=[Windows("a", 10, 0, 3)])
+    assert [i.text for i in v1] == ["3 of 10 windows measured on a busy machine",
+                                    "decided by the v1 ranges rule: no block is certified"]
+    assert warnings.summary(v1) == "1 busy block; v1 rule"
+    assert Item.from_json(items[1].to_json()) == items[1]
+
+
+def test_the_warnings_of_archived_runs(results: Path, tmp_path: Path) -> None:
+    store = RunStore(results, tmp_path / "cache")
+    noisy = header.items(store.get(NOISY))
+    kinds = [(i.kind, i.block) for i in noisy]
+    assert kinds.count(("windows", "callers")) == 1 and kinds.count(("windows", "pages")) == 1
+    assert ("drift", "callers") in kinds and ("drift", "pages") in kinds
+    assert ("uncertified", "callers") in kinds and ("uncertified", "pages") in kinds
+    windows = next(i for i in noisy if i.kind == "windows")
+    assert windows.text == "3 of 120 windows busy, measured again"  # 20 rounds × 3 × 2
+    drift = next(i for i in noisy if i.kind == "drift")
+    assert drift.percent == pytest.approx(-59.9, abs=0.2)
+    assert header.items(store.get(CALM)) == []  # quiet, steady, certified
+    assert [i.text for i in header.items(store.get(ALONE))] == [
+        "no A/A pair: no block is certified"]
+    demo = header.items(store.get(DEMO))
+    assert demo[-1].text == "decided by the v1 ranges rule: no block is certified"
+    cached = list((tmp_path / "cache" / "warnings").glob(f"{NOISY}.*.json"))
+    assert len(cached) == 1
+    again = RunStore(results, tmp_path / "cache")  # a new build reads them from the cache
+    assert header.items(again.get(NOISY)) == noisy
+
+
+def test_the_page_text_keeps_no_header(results: Path) -> None:
+    page = ("# Perf\n\n{{ figure('throughput', label='base', block='callers', "
+            "where={'call': 'page'}) }}\n")
+    done = render(page, {"runs": {"new": NOISY}}, path="p.md", offset=0,
+                  store=RunStore(results))
+    assert "Before the figures" not in done.markdown and "Measured on" not in done.markdown
+    shown = header.under_title(done.markdown, header.markdown(done.runs, "perf/p.md", "runs"))
+    assert shown.startswith('# Perf\n\n!!! warning "Before the figures"\n')
+    assert f"(../runs/{NOISY}.md), block callers: floor drifted −60 %" in shown
+
+
+PAGE = ("---\nruns:\n{runs}---\n\n# Perf {n}\n\n"
+        "{{{{ figure('throughput', label='base', run='new', block='callers', "
+        "where={{'call': 'page'}}) }}}}\n")
+
+
+def _runs(**aliases: str) -> str:
+    return "".join(f"  {a}: {r}\n" for a, r in aliases.items())
+
+
+def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
+    pages = {"index.md": "# Home\n",
+             "perf/noisy.md": PAGE.format(runs=_runs(new=NOISY), n=1),
+             "perf/calm.md": PAGE.format(runs=_runs(new=CALM), n=2),
+             "perf/both.md": PAGE.format(runs=_runs(new=CALM, old=ALONE), n=3)}
+    site, logged = build_site(tmp_path, pages, results)
+    assert logged == []
+    noisy = (site / "perf/noisy/index.html").read_text(encoding="utf-8")
+    box = noisy.split('<p class="admonition-title">Before the figures</p>')[1].split("</div>")[0]
+    assert box.count("<li>") == 6  # per block: windows, drift, not certified
+    assert box.count(f'href="../../runs/{NOISY}/"') == 6
+    assert "3 of 120 windows busy, measured again" in box
+    assert "not certified: " in box and "A/A cells clear" in box
+    assert noisy.index("Perf 1") < noisy.index("Before the figures") < noisy.index("Measured on")
+    assert "Measured on Synthetic CPU (generated values), 2 cores, 24 GiB (run" in noisy
+    calm = (site / "perf/calm/index.html").read_text(encoding="utf-8")
+    assert "Before the figures" not in calm and "Measured on Synthetic CPU" in calm
+    assert "Different machines" not in calm
+    both = (site / "perf/both/index.html").read_text(encoding="utf-8")
+    assert "Different machines" in both
+    assert "on Intel Xeon (synthetic), 4 cores, 16 GiB" in both
+    assert "Figures from different runs are not comparable as numbers." in both
+    assert "no A/A pair: no block is certified" in both
+
+
+def test_runs_index_has_machine_and_warnings(results: Path, tmp_path: Path) -> None:
+    site, _ = build_site(tmp_path, {"index.md": "# Home\n"}, results)
+    index = (site / "runs/index.html").read_text(encoding="utf-8")
+    assert "<th>machine</th>" in index and "<th>warnings</th>" in index
+    rows = {r.split("</td>")[0]: r for r in index.split("<tr>")[2:]}
+
+    def row(run: str) -> str:
+        return next(r for k, r in rows.items() if f">{run}<" in k)
+
+    assert "<td>Intel Xeon (synthetic) ×4</td>" in row(ALONE)
+    assert "<td>none certified</td>" in row(ALONE)
+    assert "<td>drift −60 %; 2 busy blocks; 2 not certified</td>" in row(NOISY)
+    assert "<td>—</td>" in row(CALM)
+    assert "v1 rule" in row(DEMO)
+
+
+def test_a_superseded_version_says_what_it_got_wrong(results: Path, tmp_path: Path) -> None:
+    old = PAGE.format(runs=_runs(new=CALM), n=1).replace(
+        "---\n\n", 'superseded: "v1 pooled the **floors** of two kinds."\n---\n\n', 1)
+    pages = {"perf/v1.md": old, "perf/v2.md": PAGE.format(runs=_runs(new=CALM), n=2)}
+    site, logged = build_site(tmp_path, pages, results)
+    assert logged == []
+    v1 = (site / "perf/v1/index.html").read_text(encoding="utf-8")
+    assert '<p class="admonition-title">Superseded by v2</p>' in v1
+    assert "v1 pooled the <strong>floors</strong> of two kinds." in v1
+    assert 'href="../v2/"' in v1 and "kept as published" not in v1
+    assert "Superseded" not in (site / "perf/v2/index.html").read_text(encoding="utf-8")
+    pages["perf/v1.md"] = old.replace('"v1 pooled the **floors** of two kinds."', "[1, 2]")
+    with pytest.raises(Failed) as failed:
+        build_site(tmp_path, pages, results)
+    message = "\n".join(failed.value.messages)
+    assert "docs/perf/v1.md" in message and "superseded" in message
+    assert "Traceback" not in message
