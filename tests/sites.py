@@ -94,6 +94,19 @@ class Failed(Exception):
         self.messages = messages
 
 
+def failed_build_lines(project: Path, page: str, results: Path, needle: str) -> list[str]:
+    """`mkdocs build --strict` of a site whose home page is `page`, through the real command
+    line; it must exit 1 without a traceback: the lines of its log holding `needle`."""
+    build_site(project, {"index.md": "# Home\n"}, results)  # writes mkdocs.yml
+    (project / "docs" / "index.md").write_text(page, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+                          cwd=project, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return [line for line in done.stderr.splitlines() if needle in line]
+
+
 def build_site(project: Path, pages: dict[str, str], results: Path, *, strict: bool = True,
                nav: list[object] | None = None, run_pages: bool = True) -> tuple[Path, list[str]]:
     """Write docs/ and mkdocs.yml under `project`, build, return (site dir, warnings);
