@@ -55,7 +55,9 @@ def cli(site: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def legacy_copy(results: Path, run_id: str = SKY) -> Path:
-    shutil.copytree(ROOT / "results" / run_id, results / run_id)
+    """The run as it was archived: results/ holds it sealed since, so its seal stays behind."""
+    shutil.copytree(ROOT / "results" / run_id, results / run_id,
+                    ignore=shutil.ignore_patterns("seal.json"))
     return results / run_id
 
 
