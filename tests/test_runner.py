@@ -58,6 +58,9 @@ def test_tiny_suite_end_to_end(tiny_run: Path) -> None:
     assert floors == [("before", 0), ("before", 1), ("after", 0), ("after", 1)]
     assert all(w.label == FLOOR_LABEL and w.duration_s == 1 for w in r.floors)
     assert all(w.metrics["tps"] and w.metrics["tps"] > 0 for w in r.windows)
+    for w in r.measured:  # what a transaction cost PostgreSQL: its CPU, statements, buffers
+        assert w.metrics["pg_cpu_ms"] > 0 and w.metrics["statements"] >= 1, w.metrics
+        assert w.metrics["buffers_hit"] + w.metrics["buffers_read"] > 0, w.metrics
 
 
 @pytest.mark.postgres

@@ -22,6 +22,9 @@ class MetricInfo:
 
 
 LATENCY_METRICS = (*PERCENTILES, "mean", "max")
+# What a call costs (perfpages.run.cost; bytes from the load generator): tabled per block.
+COST_METRICS = ("cpu_ms", "pg_cpu_ms", "statements", "buffers_hit", "buffers_read",
+                "sent_bytes", "received_bytes")
 
 _KNOWN: dict[str, MetricInfo] = {
     "throughput": MetricInfo("throughput", "throughput", "/s", True),
@@ -37,6 +40,11 @@ _KNOWN: dict[str, MetricInfo] = {
     "round_trips": MetricInfo("round_trips", "round trips per call", "", False),
     "statements": MetricInfo("statements", "statements per call", "", False),
     "added_rtt_ms": MetricInfo("added_rtt_ms", "added round-trip time", "ms", None),
+    # Cost per call (perfpages.run.cost): work a call takes, which the machine's speed barely moves.
+    "cpu_ms": MetricInfo("cpu_ms", "subject CPU per call", "ms", False),
+    "pg_cpu_ms": MetricInfo("pg_cpu_ms", "PostgreSQL CPU per call", "ms", False),
+    "buffers_hit": MetricInfo("buffers_hit", "shared buffers hit per call", "", False),
+    "buffers_read": MetricInfo("buffers_read", "shared buffers read per call", "", False),
     **{name: MetricInfo(name, f"{name} latency", "ms", False) for name in LATENCY_METRICS},
 }
 
@@ -93,7 +101,9 @@ def metrics_title(metrics: list[str]) -> str:
 def axis_title(shown: dict[str, str]) -> str:
     """The value axis of metrics, each shown in its unit: "p99 latency, ms", "latency, ms"."""
     units = set(shown.values())
-    if len(shown) > 1 and len(units) == 1 and all(info(m).unit == "ms" for m in shown):
+    if len(shown) > 1 and len(units) == 1 and all(info(m).unit == "ms"
+                                                   and info(m).title.endswith("latency")
+                                                   for m in shown):
         return titled("latency", units.pop())
     return " / ".join(titled(info(m).title, unit) for m, unit in shown.items())
 

@@ -21,7 +21,7 @@ from perfpages.analysis.method import (
     format_percent,
     format_range,
 )
-from perfpages.analysis.metric import format_number
+from perfpages.analysis.metric import COST_METRICS, format_number, info
 from perfpages.analysis.text import fence, prose
 from perfpages.archive import diagnostics, preflight
 from perfpages.archive.frame import load
@@ -84,7 +84,26 @@ def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table
             table.notes.append(f"{WARN} the cell's rounds include errors, non-2xx responses "
                                "or failed windows")
         tables.append(table)
+        costs = [m for m in COST_METRICS if m in set(rows_b["metric"]) and m not in metrics]
+        if costs:
+            tables.append(_cost_table(table.title, rows_b, cells, block, costs, labels))
     return tables
+
+
+def _cost_table(title: str, rows_b: pd.DataFrame, cells: dict[Any, Any], block: str,
+                metrics: list[str], labels: list[str]) -> Table:
+    """What a call cost in the block, per label: the work behind its rates."""
+    table = Table(f"{title}: cost per call", ["parameters", "metric", *labels], [])
+    for pkey in dict.fromkeys(rows_b["parameters"]):
+        for metric in metrics:
+            found = [cells.get((block, pkey, label, metric)) for label in labels]
+            if any(found):
+                table.rows.append([pkey or "—", f"{metric_header(metric)}: {info(metric).title}",
+                                   *[cell_text(c) if c else "—" for c in found]])
+    table.notes.append("Per call, each window's counters over its completed calls: CPU of the "
+                       "subject's process tree and of PostgreSQL's processes, statements and "
+                       "shared buffers from pg_stat_statements, bytes on the HTTP connection.")
+    return table
 
 
 def aa_changes(run: Run, frame: pd.DataFrame, rule: Rule) -> list[changes_table.Found]:

@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -133,25 +134,29 @@ def merge_parts(load: Load, parts: list[dict[str, Any]]) -> LoadResult:
                       samples=samples)
 
 
-def run(load: Load, *, start_timeout_s: float = 60.0, cpus: tuple[int, ...] = ()) -> LoadResult:
+def run(load: Load, *, start_timeout_s: float = 60.0, cpus: tuple[int, ...] = (),
+        on_start: Callable[[float], None] | None = None) -> LoadResult:
     """Run the load from `load.processes` spawned processes and merge what they measured;
-    `cpus` pins them (they wait for the start instant, so pinning after the spawn is in time)."""
+    `cpus` pins them (they wait for the start instant, so pinning after the spawn is in time);
+    `on_start` is told the measurement's start instant (Unix time, after the warm-up) before
+    it comes, e.g. to read counters at the window boundaries."""
     if load.targets:
         raise PerfpagesError(f"a Load with {len(load.targets)} targets has a result per target",
                              key="load.targets", fix="call perfpages.loadgen.generator.run_each")
-    return run_each(load, start_timeout_s=start_timeout_s, cpus=cpus)[0]
+    return run_each(load, start_timeout_s=start_timeout_s, cpus=cpus, on_start=on_start)[0]
 
 
-def run_each(load: Load, *, start_timeout_s: float = 60.0,
-             cpus: tuple[int, ...] = ()) -> list[LoadResult]:
+def run_each(load: Load, *, start_timeout_s: float = 60.0, cpus: tuple[int, ...] = (),
+             on_start: Callable[[float], None] | None = None) -> list[LoadResult]:
     """`run`, one result per target (in `load.targets`' order; one for a Load without)."""
-    parts = _run_parts(load, start_timeout_s, cpus)
+    parts = _run_parts(load, start_timeout_s, cpus, on_start)
     # Each process reports every side: merged side by side, each a LoadResult of its own.
     return [merge_parts(load, [{**part, **part["sides"][i]} for part in parts])
             for i in range(len(parts[0]["sides"]))]
 
 
-def _run_parts(load: Load, start_timeout_s: float, cpus: tuple[int, ...]) -> list[dict[str, Any]]:
+def _run_parts(load: Load, start_timeout_s: float, cpus: tuple[int, ...],
+               on_start: Callable[[float], None] | None = None) -> list[dict[str, Any]]:
     ctx = multiprocessing.get_context("spawn")
     pipes, procs = [], []
     finished = False
@@ -172,6 +177,8 @@ def _run_parts(load: Load, start_timeout_s: float, cpus: tuple[int, ...]) -> lis
         start_at = time.time() + 0.05 + load.warmup_s
         for pipe in pipes:
             pipe.send(start_at)
+        if on_start is not None:
+            on_start(start_at)
         budget = load.warmup_s + load.duration_s + load.timeout_s + start_timeout_s
         parts = [_expect(pipe, "result", budget) for pipe in pipes]
         finished = True

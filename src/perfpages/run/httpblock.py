@@ -18,7 +18,9 @@ import json
 import shutil
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from perfpages.errors import PerfpagesError
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
-from perfpages.run import collect, profile
+from perfpages.run import collect, cost, profile
 from perfpages.run.blocks import Session, Step, case_groups, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
@@ -249,6 +251,7 @@ class HttpBlocks:
                     settled = True
                     network = self.session.crossing(server) if delayed else None
                     result = self._run_case(writer, block, b, rnd, case, turn, service,
+                                            partial(self._meter, suite, block, service, server),
                                             record=record, attempt=attempt,
                                             profile=block.flamegraph and rnd == 1
                                             and index == 0 and attempt == 1,
@@ -271,13 +274,27 @@ class HttpBlocks:
                                            status="failed", error=error[:300], errors=1,
                                            attempt=attempt))
 
-    def _engine(self, block: HttpBlockSpec, load: Load) -> loadgen.LoadResult:
-        """The block's engine runs the case's load (the floors always use perfpages' own)."""
+    def _engine(self, block: HttpBlockSpec, load: Load,
+                meter: cost.Meter | None = None) -> loadgen.LoadResult:
+        """The block's engine runs the case's load (the floors always use perfpages' own);
+        `meter` reads the cost counters at perfpages' own windows' boundaries."""
         if block.engine == "locust":  # remote workers reach the master on every interface
             return locust.run(load, workers=block.workers, expect_remote=block.remote_workers,
                               master_host="0.0.0.0" if block.remote_workers else "127.0.0.1",
                               cpus=self.session.cpus("load"))
-        return loadgen.run(load, cpus=self.session.cpus("load"))
+        return loadgen.run(load, cpus=self.session.cpus("load"),
+                           on_start=meter.at_windows(load.windows()) if meter else None)
+
+    def _meter(self, suite: Suite, block: HttpBlockSpec, service: Service,
+               server: Server) -> cost.Meter | None:
+        """Cost per call for perfpages' own engine (locust's windows are its own)."""
+        if block.engine == "locust" or service.process is None:
+            return None
+        clusters = self.session.clusters
+        admin = clusters.admin_db(server)
+        stats = (lambda: server.target.connect(admin)) if self.session.diagnostics_ok else None
+        return cost.Meter(service.process.pid, server.pid, stats,
+                          clusters.db(suite, server), admin)
 
     @staticmethod
     def _load(case: HttpCase, turn: HttpTurn) -> Load:
@@ -297,22 +314,31 @@ class HttpBlocks:
         return replace(load, samples=True) if case.samples else load
 
     def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
-                  case: HttpCase, turn: HttpTurn, service: Service, record: bool,
-                  profile: bool, network: Crossing | None = None,
+                  case: HttpCase, turn: HttpTurn, service: Service,
+                  meter_for: Callable[[], cost.Meter | None], record: bool, profile: bool,
+                  network: Crossing | None = None,
                   attempt: int = 1) -> loadgen.LoadResult | None:
         name = b.label.name
         start = utc_now()
         extra: dict[str, float | None] = {}
+        costs: list[dict[str, float]] = []
         try:
             load = self._load(case, turn)
             if network is not None:
                 network.begin(case.delay_ms or 0.0)
             profiler = _Profiler(service) if profile else None
+            meter = meter_for() if record else None
             try:
-                result = self._engine(block, load)
+                result = self._engine(block, load, meter)
             finally:
                 if profiler is not None:
                     profiler.stop()
+                if meter is not None:
+                    with meter:
+                        readings = meter.stop()
+            if meter is not None:
+                costs = cost.window_costs(readings, [(t.completed, t.duration_s)
+                                                      for t in result.windows])
             if network is not None:  # per call, warm-up included (the counters span both);
                 # counted from the windows: total() would merge every histogram to count
                 extra = network.end(sum(t.requests for t in result.windows)
@@ -323,9 +349,10 @@ class HttpBlocks:
             return None
         if not record:
             return result
+        measured = iter(costs)
         for w in result.to_windows(block.name, name, rnd, case.params):
-            if extra and w.kind == "measure":
-                w = replace(w, metrics={**w.metrics, **extra})
+            if w.kind == "measure":  # the network's counts span the case: they stand
+                w = replace(w, metrics={**w.metrics, **next(measured, {}), **extra})
             self.session.append(writer, replace(w, attempt=attempt))
         again = f"-attempt{attempt}" if attempt != 1 else ""
         base = f"{block.name}/{slug(name)}/r{rnd}-{slug(params_key(case.params))}{again}"

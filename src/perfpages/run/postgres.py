@@ -151,6 +151,11 @@ class Server:
     def log(self) -> str:
         return ""
 
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process id where it runs here (its tree's CPU is measurable)."""
+        return None
+
     def version(self) -> str:
         with self.target.connect("postgres") as conn:
             row = conn.execute("SHOW server_version").fetchone()
@@ -175,6 +180,10 @@ class EmbeddedServer(Server):
         self.settings: dict[str, str] | None = None
         self.target = Target("127.0.0.1", 0, "postgres", dbname)
         self.cpus: tuple[int, ...] = ()  # the run's placement: every backend inherits it
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
     def _run(self, args: list[str], timeout: float = 120) -> None:
         try:

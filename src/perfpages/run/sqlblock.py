@@ -12,7 +12,7 @@ from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
-from perfpages.run import collect, pgbench
+from perfpages.run import collect, cost, pgbench
 from perfpages.run.blocks import Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.suite import BlockSpec, Suite
@@ -104,7 +104,13 @@ class PgbenchBlocks:
                 block.name, name, rnd, warm.params, "warmup", start, res), attempt=attempt))
         step(f"{block.name} r{rnd} {name}: warm-up", method.warmup_s)
         before = self.session.snapshot(server, suite)
-        with collect.WaitSampler(lambda: server.target.connect(clusters.admin_db(server)),
+        admin = clusters.admin_db(server)
+        # Cost per transaction: PostgreSQL's CPU (pgbench's own left out) and its statements.
+        meter = cost.Meter(None, server.pid,
+                           (lambda: server.target.connect(admin))
+                           if self.session.diagnostics_ok else None,
+                           clusters.db(suite, server), admin)
+        with meter, collect.WaitSampler(lambda: server.target.connect(clusters.admin_db(server)),
                                  clusters.db(suite, server)) as sampler:
             for params in cells:
                 if params in todo:
@@ -112,12 +118,15 @@ class PgbenchBlocks:
                     if crossing is not None:
                         crossing.begin(float(params["delay_ms"]))
                     start = utc_now()
+                    first = meter.read()
                     res = pgbench.run(server.bin, target, list(block.scripts),
                                       int(params["clients"]), window_s, prepared=block.prepared,
                                       defines=defines, env=b.env, sampling=block.log_sampling,
                                       cpus=self.session.cpus("load"),
                                       per_second=self.per_second)
                     w = pgbench.to_window(block.name, name, rnd, params, "measure", start, res)
+                    spent = cost.per_call(first, meter.read(), res.transactions + res.errors)
+                    w = replace(w, metrics={**w.metrics, **spent})
                     if crossing is not None:
                         w = replace(w, metrics={**w.metrics, **crossing.end(
                             res.transactions + res.errors)})
