@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+from perfpages.archive.stacks import parse
 from perfpages.errors import PerfpagesError
-from perfpages.run.profile import Recorder, parse, shares, svg
+from perfpages.run.profile import Recorder, shares, svg
 
 BUSY = """
 import json, time
