@@ -21,6 +21,9 @@ from perfpages.archive.reader import path_part
 
 Stack = tuple[str, ...]
 STACKS_FILE = "stacks.folded"
+# The run stage samples at this rate (a sample: 10 ms of one thread's time); the folded format
+# has no room for it, so a change here must be recorded beside the stacks.
+RATE_HZ = 100
 
 # py-spy's frames: `function (file.py:LINE)`, and with --subprocesses `process PID:"cmdline"`.
 _LINE = re.compile(r"^(.*) \(([^()]*):\d+\)$")

@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 
 from perfpages.archive.stacks import (  # noqa: F401 (re-exported for httpblock's profiler)
+    RATE_HZ,
     STACKS_FILE,
     Stack,
     fold,
@@ -27,7 +28,7 @@ class Recorder:
     """py-spy sampling a process and its children from `start()` until `stop()`, so the samples
     cover exactly the work in between however long its start-up takes."""
 
-    def __init__(self, pid: int, rate: int = 100) -> None:
+    def __init__(self, pid: int, rate: int = RATE_HZ) -> None:
         beside = Path(sys.executable).parent / "py-spy"  # installed in this venv, maybe not on PATH
         exe = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
         if exe is None:
