@@ -185,8 +185,9 @@ def diff_svg(base: Counter[Stack], head: Counter[Stack], title: str,
     profile spans it), its time per call in ms, both graphs to one scale. Colours are the change
     of a frame's inclusive time (its share, or its time per call) from base to head, as a
     fraction of the base's total: red more, blue less, stronger the larger (the strongest at
-    the largest change, or at 10 %, whichever is more), grey within `neutral` (±1 %: py-spy's
-    sampling noise on a few thousand samples). The root frame, `all`, holds the totals.
+    the largest change, or at 10 %, whichever is more), grey within `neutral` (±1 %; on a few
+    thousand samples, sampling alone moves a large frame's share by about a point, so the
+    faintest colours may be noise). The root frame, `all`, holds the totals.
     Frames the head never reached are drawn in a second graph, the base's shape in the same
     colours, when they took `neutral` of the base or more (`base_view` True or False forces
     it). Every frame's tooltip gives both values and the change.
