@@ -5,11 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from perfpages.archive.stacks import by_function, fold, parse
 from perfpages.errors import PerfpagesError
-from perfpages.run.profile import Recorder, parse, shares, svg
+from perfpages.run.profile import Recorder, shares, svg
+from perfpages.site.flamediff import LESS, MORE, diff_svg
 
 BUSY = """
 import json, time
@@ -66,3 +69,24 @@ def test_record_samples_a_real_process() -> None:
 def test_record_of_a_missing_process_is_one_line() -> None:
     with pytest.raises(PerfpagesError, match="py-spy could not sample pid 999999"):
         record(999999, 1)
+
+
+def test_real_stacks_fold_by_function_and_diff_with_themselves(tmp_path: Path) -> None:
+    script = tmp_path / "busy.py"  # a file, not `-c`: py-spy's process frame holds the cmdline
+    script.write_text(BUSY)
+    proc = subprocess.Popen([sys.executable, str(script)])
+    try:
+        stacks = parse(record(proc.pid, 1))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert parse(fold(stacks)) == stacks
+    assert all(stack[0].startswith(f"process {proc.pid}:") for stack in stacks)
+    merged = by_function(stacks)
+    assert sum(merged.values()) == sum(stacks.values())
+    frames = {frame for stack in merged for frame in stack}
+    assert "spin (busy.py)" in frames and "process" in frames
+    assert not any(frame.endswith(":7)") for frame in frames)  # no line numbers left
+    image = diff_svg(stacks, stacks, "A/A")
+    # red and blue in the legend only: a profile against itself changes nowhere
+    assert image.count(MORE) == image.count(LESS) == 1 and "<title>spin (busy.py)&#10;" in image

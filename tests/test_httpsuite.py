@@ -16,6 +16,7 @@ import pytest
 from perfpages.analysis import report
 from perfpages.archive import files
 from perfpages.archive.reader import FLOOR_LABEL, open_run, verify
+from perfpages.archive.stacks import read_stacks
 from perfpages.run.runner import Options, run
 from sites import perfpages, quiet
 
@@ -110,6 +111,10 @@ def test_floors_flamegraph_logs_and_nothing_left(http_run: Path, leftovers: Left
     assert shares["samples"] >= 20 and sum(shares["shares_pct"].values()) == pytest.approx(100)
     assert shares["shares_pct"]["Work"] > 0
     assert (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text().startswith("<svg")
+    stacks = read_stacks(http_run, "profile", "fast")  # the raw samples, kept for diffs
+    assert stacks is not None and sum(stacks.values()) == shares["samples"]
+    assert any(frame.startswith("spin (") for stack in stacks for frame in stack)
+    assert read_stacks(http_run, "profile", "slow") is None  # not profiled
     assert files.read_text(http_run, "diagnostics/calls/fast/server.log").count("listening") == 2
     assert subjects(session_tmp) == [] and leftovers() == []
 

@@ -396,3 +396,5 @@ class _Profiler:
                                 "shares_pct": profile.shares(stacks, rules)}
         writer.write_file(f"{base}/cpu-shares.json", json.dumps(data, indent=2) + "\n")
         writer.write_file(f"{base}/flamegraph.svg", profile.svg(stacks, title))
+        # the raw samples, for differences between labels (archive.stacks reads them back)
+        writer.write_file(f"{base}/{profile.STACKS_FILE}", profile.fold(stacks))

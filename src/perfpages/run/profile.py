@@ -12,16 +12,23 @@ from collections import Counter
 from html import escape
 from pathlib import Path
 
+from perfpages.archive.stacks import (  # noqa: F401 (re-exported for httpblock's profiler)
+    RATE_HZ,
+    STACKS_FILE,
+    Stack,
+    fold,
+    parse,
+    short_name,
+    tree,
+)
 from perfpages.errors import PerfpagesError
-
-Stack = tuple[str, ...]
 
 
 class Recorder:
     """py-spy sampling a process and its children from `start()` until `stop()`, so the samples
     cover exactly the work in between however long its start-up takes."""
 
-    def __init__(self, pid: int, rate: int = 100) -> None:
+    def __init__(self, pid: int, rate: int = RATE_HZ) -> None:
         beside = Path(sys.executable).parent / "py-spy"  # installed in this venv, maybe not on PATH
         exe = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
         if exe is None:
@@ -55,15 +62,6 @@ class Recorder:
             self._tmp.cleanup()
 
 
-def parse(collapsed: str) -> Counter[Stack]:
-    stacks: Counter[Stack] = Counter()
-    for line in collapsed.splitlines():
-        frames, _, count = line.rpartition(" ")
-        if frames and count.isdigit():
-            stacks[tuple(frames.split(";"))] += int(count)
-    return stacks
-
-
 def shares(stacks: Counter[Stack], rules: list[tuple[str, str]],
            other: str = "Everything else") -> dict[str, float]:
     """Percent of samples per category. A sample belongs to its innermost frame that any rule
@@ -80,48 +78,26 @@ def shares(stacks: Counter[Stack], rules: list[tuple[str, str]],
     return {name: 100.0 * n / total for name, n in counts.items()}
 
 
-def _tree(stacks: Counter[Stack]) -> dict:
-    root: dict = {"n": 0, "kids": {}}
-    for stack, n in stacks.items():
-        node = root
-        node["n"] += n
-        for frame in stack:
-            node = node["kids"].setdefault(frame, {"n": 0, "kids": {}})
-            node["n"] += n
-    return root
-
-
 def svg(stacks: Counter[Stack], title: str, width: int = 1000, row: int = 16) -> str:
     """A flame graph (root at the bottom) with a tooltip per frame; colours follow the page's
     text colour so it reads in light and dark mode; hidden from the search index."""
-    root = _tree(stacks)
-    total = root["n"] or 1
+    root = tree(stacks)
+    total = root.samples or 1
     rects: list[str] = []
-
-    def depth(node: dict) -> int:
-        return 1 + max((depth(k) for k in node["kids"].values()), default=0)
-
-    levels = depth(root) - 1
-    height = (levels + 2) * row
-
-    def walk(node: dict, x: float, level: int) -> None:
-        for name, kid in sorted(node["kids"].items()):
-            w = width * kid["n"] / total
-            if w >= 0.5:
-                y = height - (level + 2) * row
-                pct = 100.0 * kid["n"] / total
-                label = escape(name.split(" (")[0])
-                text = (f'<text x="{x + 3:.1f}" y="{y + row - 4}" font-size="11">{label}</text>'
-                        if w > 7 * len(label) else "")
-                hue = 20 + (sum(map(ord, name)) % 40)
-                rects.append(
-                    f'<g><title>{escape(name)}: {kid["n"]} samples, {pct:.1f} %</title>'
-                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 1}" '
-                    f'fill="hsl({hue},85%,60%)" fill-opacity="0.85"/>{text}</g>')
-                walk(kid, x, level + 1)
-            x += w
-
-    walk(root, 0.0, 0)
+    height = (root.depth() + 2) * row
+    for frame in root.walk(least=0.5 * total / width):  # half a pixel or more
+        name, n = frame.path[-1], frame.node.samples
+        x, w = width * frame.offset / total, width * n / total
+        y = height - (frame.level + 2) * row
+        pct = 100.0 * n / total
+        label = escape(short_name(name))
+        text = (f'<text x="{x + 3:.1f}" y="{y + row - 4}" font-size="11">{label}</text>'
+                if w > 7 * len(label) else "")
+        hue = 20 + (sum(map(ord, name)) % 40)
+        rects.append(
+            f'<g><title>{escape(name)}: {n} samples, {pct:.1f} %</title>'
+            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 1}" '
+            f'fill="hsl({hue},85%,60%)" fill-opacity="0.85"/>{text}</g>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
             f'role="img" data-search-exclude font-family="sans-serif" fill="currentColor">'
             f'<title>{escape(title)}</title>'
