@@ -225,3 +225,13 @@ def test_a_real_run_archives_every_statement_and_generic_plans(planned: Path) ->
     assert change.plan == ("Index Scan using items_pkey on items → Seq Scan on items",)
     assert "plan: Index Scan using items&#95;pkey on items → Seq Scan on items" in \
         changes_table(d)
+
+
+def test_the_site_s_loaded_run_counts_the_same(gate: Run) -> None:
+    """A run as the site holds it (path and manifest, no windows) gives the same answer."""
+    from perfpages.site.store import RunStore
+
+    loaded = RunStore(QUERYAPIGATE.parent).get(QUERYAPIGATE.name)
+    assert not hasattr(loaded, "windows")
+    d = differences(loaded, "calls", "0.43.0-quiet", "0.43.0+cache")
+    assert d == differences(gate, "calls", "0.43.0-quiet", "0.43.0+cache")

@@ -27,8 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from perfpages.analysis import plans
-from perfpages.archive.reader import Run
-from perfpages.archive.statements import LabelStatements, Statement, read_label, read_plan
+from perfpages.archive.statements import (
+    Archived,
+    LabelStatements,
+    Statement,
+    read_label,
+    read_plan,
+)
 
 Kind = Literal["added", "removed", "cheaper", "dearer", "same", "unranked"]
 TOLERANCE = 0.05  # a change of time per call within 5 % is `same`
@@ -175,25 +180,26 @@ def compare(base: LabelStatements, head: LabelStatements, *, tolerance: float = 
     return tuple(sorted(out, key=lambda c: (-abs(c.delta_ms), c.query)))
 
 
-def differences(run: Run, block: str, base: str, head: str, *,
+def differences(run: Archived, block: str, base: str, head: str, *,
                 tolerance: float = TOLERANCE) -> Differences:
-    """The statement differences of `block` from label `base` to label `head` of `run`.
+    """The statement differences of `block` from label `base` to label `head` of `run` (a
+    `reader.Run`, or the site's `store.Loaded`: both have `path` and `manifest`).
     Never raises for what a run did not archive (an older harness, a duet block): the result
     says `archived` False and why. A malformed summary is one ArchiveError naming its file."""
     sides = [read_label(run, block, label) for label in (base, head)]
     missing = [label for label, s in zip((base, head), sides, strict=True) if s is None]
     if missing:
-        return Differences(run.id, block, base, head, archived=False,
-                           reason=f"run {run.id} archived no statements for {block}/"
+        return Differences(run.manifest.id, block, base, head, archived=False,
+                           reason=f"run {run.manifest.id} archived no statements for {block}/"
                                   f"{' and '.join(missing)}")
     a, b = sides
     assert a is not None and b is not None
     idle = [s.label for s in (a, b) if s.served <= 0]
     if idle:
-        return Differences(run.id, block, base, head, archived=False,
+        return Differences(run.manifest.id, block, base, head, archived=False,
                            reason=f"no calls counted for {block}/{' and '.join(idle)} while "
                                   "its statements were counted: nothing to divide by")
-    return Differences(run.id, block, base, head, archived=True,
+    return Differences(run.manifest.id, block, base, head, archived=True,
                        complete=a.complete and b.complete, served=(a.served, b.served),
                        partial=tuple(s.label for s in (a, b) if not s.complete),
                        changes=compare(a, b, tolerance=tolerance,

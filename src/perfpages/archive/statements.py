@@ -13,19 +13,30 @@ its measured windows, a pgbench turn's only the measured ones (taken after the w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from perfpages.archive import files
-from perfpages.archive.reader import Run, path_part
+from perfpages.archive.manifest import Manifest
+from perfpages.archive.reader import RESULTS_FILE, path_part
 from perfpages.archive.window import Window
 from perfpages.errors import ArchiveError
 
 OLD_TOP = 10  # statements per ranked list in summaries without `all`
 FIELDS = ("calls", "total_ms", "rows", "shared_blks_hit", "shared_blks_read")
 _FIX = "it is not a summary bench.run wrote: restore the run from git"
+
+
+class Archived(Protocol):
+    """A run as `open_run` gives it (`reader.Run`) or as the site keeps it (`store.Loaded`)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def manifest(self) -> Manifest: ...
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,26 @@ def served(windows: Iterable[Window], block: str, label: str, http: bool) -> int
                if w.block == block and w.label == label and spanned(w, http))
 
 
-def _is_http(windows: list[Window], block: str) -> bool:
+def windows_of(run: Archived) -> Sequence[Window]:
+    """The run's windows: a `reader.Run`'s own, else results.jsonl read again for what counting
+    calls needs (a run the site holds was validated when it was loaded; a line that does not
+    parse is left out, never fatal here)."""
+    own = getattr(run, "windows", None)
+    if own is not None:
+        return list(own)
+    out = []
+    for line in files.read_text(run.path, RESULTS_FILE).splitlines():
+        try:
+            d = json.loads(line)
+            out.append(Window(d["block"], d["label"], int(d["round"]), {}, "", 0.0,
+                              kind=d["kind"], requests=d.get("requests"),
+                              codes=d.get("codes") or {}))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def _is_http(windows: Sequence[Window], block: str) -> bool:
     """An HTTP block's windows count status codes; pgbench's never do."""
     return any(w.codes for w in windows if w.block == block)
 
@@ -113,20 +143,20 @@ def _mapping(data: dict[str, Any], key: str, where: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
-def read_label(run: Run, block: str, label: str) -> LabelStatements | None:
+def read_label(run: Archived, block: str, label: str) -> LabelStatements | None:
     """A label's statements in a block; None when the run archived none (an older harness,
     a duet block, a server without pg_stat_statements). ArchiveError (one line) when the
     summary is unreadable or the block or label is not the run's."""
     if block not in run.manifest.blocks:
-        raise ArchiveError(f"no block {block!r} in run {run.id}", where=run.path,
+        raise ArchiveError(f"no block {block!r} in run {run.manifest.id}", where=run.path,
                            fix=f"name one of: {', '.join(run.manifest.blocks)}")
     if label not in run.manifest.labels:
-        raise ArchiveError(f"no label {label!r} in run {run.id}", where=run.path,
+        raise ArchiveError(f"no label {label!r} in run {run.manifest.id}", where=run.path,
                            fix=f"name one of: {', '.join(run.manifest.labels)}")
     rel = f"diagnostics/{block}/{path_part(label)}/summary.json"
     if files.locate(run.path, rel) is None:
         return None
-    where = f"{run.id}/{rel}"
+    where = f"{run.manifest.id}/{rel}"
     try:
         data = json.loads(files.read_text(run.path, rel))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -136,7 +166,8 @@ def read_label(run: Run, block: str, label: str) -> LabelStatements | None:
     rows, complete = _rows(data, where)
     count = data.get("served")
     if count is None:
-        count = served(run.windows, block, label, _is_http(run.windows, block))
+        windows = windows_of(run)
+        count = served(windows, block, label, _is_http(windows, block))
     elif isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise _bad(where, "served", f"not a count of calls: {count!r}"[:120])
     return LabelStatements(block=block, label=label, where=where, statements=tuple(rows),
