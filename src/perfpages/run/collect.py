@@ -5,13 +5,15 @@ database, so the harness's own queries never pollute the benchmark database's st
 their deltas summed over the rounds: pg_stat_statements (ranked by total and by mean time),
 pg_stat_database (buffer hit ratio, temp blocks, I/O timing) and pg_stat_io. Wait events are
 sampled from pg_stat_activity while the windows run. EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of
-the suite's named queries is taken outside the timed windows. Reading them back is
-`perfpages.archive.diagnostics` (no psycopg there).
+the suite's named queries is taken outside the timed windows, and so is EXPLAIN (GENERIC_PLAN)
+of each label's costliest statements (`generic_plans`). Reading them back is
+`perfpages.archive.diagnostics` and `perfpages.archive.statements` (no psycopg there).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -27,6 +29,12 @@ DATABASE_FIELDS = ("xact_commit", "blks_hit", "blks_read", "temp_files", "temp_b
                    "blk_read_time", "blk_write_time")
 IO_FIELDS = ("reads", "read_time", "writes", "write_time", "extends", "hits", "evictions")
 TOP = 10
+# Every statement a label ran, for differences between labels (`perfpages.analysis.statements`):
+# a subject runs tens; the cap only bounds a pathological one (literal-laden ad hoc SQL).
+ALL = 200
+PLANNED = 5  # statements per label given a generic plan: the costliest plannable ones
+# What EXPLAIN can plan without running it: a plain statement, not BEGIN, SET, COPY, a utility.
+_PLANNABLE = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b", re.IGNORECASE)
 # What the harness reads while windows run (the wait sampler, this count): pg_stat_statements
 # tracks those statements too, and statements per call count the subject's alone. (A marking
 # comment would not do: pg_stat_statements drops a query's leading comment.)
@@ -93,12 +101,18 @@ class Totals:
                          "shared_blks_hit": int(s.get("shared_blks_hit", 0)),
                          "shared_blks_read": int(s.get("shared_blks_read", 0)),
                          "temp_blks_written": int(s.get("temp_blks_written", 0))})
-        by_total = sorted(rows, key=lambda r: -r["total_ms"])[:TOP]
+        ranked = sorted(rows, key=lambda r: -r["total_ms"])
         by_mean = sorted(rows, key=lambda r: -r["mean_ms"])[:TOP]
+        keep = ("queryid", "query", "calls", "total_ms", "rows", "shared_blks_hit",
+                "shared_blks_read")
         d = self.database
         reads = d["blks_hit"] + d["blks_read"]
         return {
-            "statements": {"by_total_time": by_total, "by_mean_time": by_mean},
+            # by_total_time/by_mean_time as ever (old readers); `all` every statement up to ALL
+            # by total time, `all_omitted` how many fell past it.
+            "statements": {"by_total_time": ranked[:TOP], "by_mean_time": by_mean,
+                           "all": [{k: r[k] for k in keep} for r in ranked[:ALL]],
+                           "all_omitted": max(0, len(ranked) - ALL)},
             "database": {**{k: d[k] for k in DATABASE_FIELDS},
                          "buffer_hit_ratio": (d["blks_hit"] / reads) if reads else None},
             "io": {k: dict(v) for k, v in sorted(self.io.items())},
@@ -159,6 +173,51 @@ def explain(conn: psycopg.Connection, sql: str) -> Any:
     row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}").fetchone()
     value = row[0] if row else None
     return json.loads(value) if isinstance(value, str) else value
+
+
+def plannable(query: str) -> bool:
+    """Whether EXPLAIN can plan a pg_stat_statements text without running anything."""
+    return bool(_PLANNABLE.match(query))
+
+
+def plan_candidates(totals: Totals, top: int = PLANNED) -> dict[str, str]:
+    """queryid -> text of the `top` plannable statements of a label by total time."""
+    ranked = sorted(totals.statements.items(), key=lambda kv: -kv[1].get("total_exec_time", 0))
+    return dict([(qid, s["query"]) for qid, s in ranked if plannable(s["query"])][:top])
+
+
+def _reason(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def generic_plans(connect: Callable[[], psycopg.Connection], statements: dict[str, str],
+                  timeout_ms: int = 10_000) -> tuple[dict[str, Any], dict[str, str]]:
+    """EXPLAIN (GENERIC_PLAN, FORMAT JSON) of each statement (queryid -> normalised text, its
+    $n left as parameters), on the benchmark database: (plans, one-line reasons of those that
+    could not be planned). Nothing runs (no ANALYZE); no failure escapes: a plan is a hint."""
+    plans: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    if not statements:
+        return plans, skipped
+    try:
+        with connect() as conn:
+            if conn.info.server_version < 160000:
+                return plans, dict.fromkeys(statements, "EXPLAIN (GENERIC_PLAN) needs "
+                                            "PostgreSQL 16 or later")
+            conn.execute(f"SET statement_timeout = {int(timeout_ms)}")
+            for qid, sql in statements.items():
+                try:
+                    row = conn.execute(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {sql}").fetchone()
+                except psycopg.Error as exc:
+                    skipped[qid] = _reason(exc)
+                    if not conn.autocommit:
+                        conn.rollback()
+                    continue
+                value = row[0] if row else None
+                plans[qid] = json.loads(value) if isinstance(value, str) else value
+    except psycopg.Error as exc:  # the server went away: every one left unplanned says why
+        skipped.update({q: _reason(exc) for q in statements if q not in plans})
+    return plans, skipped
 
 
 def statement_calls(conn: psycopg.Connection) -> float:

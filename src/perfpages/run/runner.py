@@ -32,8 +32,9 @@ from rich.progress import (
 )
 
 from perfpages.archive import preflight
+from perfpages.archive import statements as archived
 from perfpages.archive.manifest import Block, Manifest, Method, Pin
-from perfpages.archive.reader import failure, read_manifest, resolve
+from perfpages.archive.reader import failure, path_part, read_manifest, resolve
 from perfpages.archive.secrets import (
     Redactor,
     masked_env,
@@ -339,6 +340,7 @@ class Runner:
         driver.floor(suite, block, "before", builds[labels[0]], writer)
         step(f"{block.name}: floor before", floor_windows(suite.floor_s))
         totals = {name: collect.Totals() for name in labels}
+        since = len(writer.windows)  # the calls the counters span: this process's windows
         driver.open_block(suite, block, method, [builds[n] for n in labels])
         try:
             for rnd in range(1, rounds + 1):
@@ -355,8 +357,11 @@ class Runner:
             driver.close_block()
         # The label still running first and the floor's label last: fewest restarts.
         last = self.order(labels, method, index, rounds)[-1]
+        ran = writer.windows[since:]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
-            self.explain(suite, block, driver.plans(block), builds[name], writer, totals[name])
+            served = archived.served(ran, block.name, name, isinstance(block, HttpBlockSpec))
+            self.explain(suite, block, driver.plans(block), builds[name], writer, totals[name],
+                         served)
         driver.floor(suite, block, "after", builds[labels[0]], writer)
         sqlblock.floor(self.session, suite, block.name, "after", first, writer)
         step(f"{block.name}: floor after", floor_windows(suite.floor_s))
@@ -379,13 +384,18 @@ class Runner:
         return out
 
     def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, queries: dict[str, str],
-                b: Build, writer: ArchiveWriter, totals: collect.Totals) -> None:
-        """Plans of the block's named queries, outside the timed windows; then the summary."""
-        base = f"diagnostics/{block.name}/{b.label.name}"
+                b: Build, writer: ArchiveWriter, totals: collect.Totals, served: int) -> None:
+        """Plans of the block's named queries and generic plans of the label's costliest
+        statements, outside the timed windows; then the summary."""
+        base = f"diagnostics/{block.name}/{path_part(b.label.name)}"
         plans = []
-        if queries:
+        wanted = collect.plan_candidates(totals)
+        generic: dict[str, object] = {}
+        unplanned: dict[str, str] = {}
+        if queries or wanted:
             server = self.clusters.start(suite, b)
-            with server.target.connect(self.clusters.db(suite, server)) as conn:
+            db = self.clusters.db(suite, server)
+            with server.target.connect(db) as conn:
                 for qname, sql in queries.items():
                     try:
                         plan = collect.explain(conn, sql)
@@ -394,7 +404,12 @@ class Runner:
                     writer.write_file(f"{base}/explain-{qname}.json",
                                       json.dumps(plan, indent=2) + "\n")
                     plans.append(qname)
-        data = {**totals.to_json(), "plans": plans}
+            generic, unplanned = collect.generic_plans(lambda: server.target.connect(db), wanted)
+        for qid, plan in generic.items():
+            writer.write_file(f"{base}/plan-{qid}.json", json.dumps(plan, indent=2) + "\n")
+        data = {**totals.to_json(), "plans": plans, "served": served,
+                "statement_plans": {q: f"plan-{q}.json" for q in generic},
+                "statement_plan_errors": unplanned}
         writer.write_file(f"{base}/summary.json", json.dumps(data, indent=2) + "\n")
 
 
