@@ -33,6 +33,7 @@ from perfpages.site import escape
 from perfpages.site.pins import Found, Pins, Side
 from perfpages.site.tripchart import TripSeries, trips_chart
 from perfpages.site.verdicts import judge, noise_rows, resolution
+from perfpages.site.why import why
 
 # Unit conversions from a metric's archived unit: (archived, shown) -> factor.
 CONVERSIONS = {("ms", "ms"): 1.0, ("ms", "µs"): 1000.0, ("ms", "us"): 1000.0,
@@ -91,7 +92,8 @@ class Macros:
         return {"table": self.table, "figure": self.figure, "change": self.change,
                 "cpu_shares": self.cpu_shares, "given": given,
                 "noise_floor": self.noise_floor, "round_trips": self.round_trips,
-                "resolution": self.resolution}
+                "resolution": self.resolution,
+                "why": lambda base, head, **kw: why(self.pins, base, head, **kw)}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
         if dimension == "metric":
