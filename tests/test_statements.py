@@ -235,3 +235,25 @@ def test_the_site_s_loaded_run_counts_the_same(gate: Run) -> None:
     assert not hasattr(loaded, "windows")
     d = differences(loaded, "calls", "0.43.0-quiet", "0.43.0+cache")
     assert d == differences(gate, "calls", "0.43.0-quiet", "0.43.0+cache")
+
+
+def test_a_claim_on_how_often_a_statement_runs_per_call() -> None:
+    """statement(): queryapigate-2's metadata queries (information_schema) run about once in a
+    thousand calls; `SET LOCAL statement_timeout` once per call; bounds decide, messages say."""
+    from perfpages.errors import AnalysisError
+    from perfpages.site.claims import Conditions
+    from perfpages.site.pins import Pins
+    from perfpages.site.store import RunStore
+
+    pins = Pins({"q": RunStore(ROOT / "results").get("2026-12-02-queryapigate-2")})
+    statement = Conditions(pins).namespace()["statement"]
+    rare = statement("information_schema", label="0.43.0+cache", block="calls", at_most=0.01)
+    assert rare.holds and "per call (2 statements)" in rare.data, rare.data
+    every = statement("set local statement_timeout", label="0.43.0", block="calls",
+                      at_least=0.99, at_most=1.01)
+    assert every.holds, every.data
+    assert not statement("information_schema", label="0.42.0", block="calls", at_least=1).holds
+    gone = statement("no_such_table", label="0.43.0-noaccess", block="calls", at_most=0)
+    assert not gone.holds and "an absence proves nothing" in gone.data  # top-10 lists only
+    with pytest.raises(AnalysisError, match="at_most= or at_least="):
+        statement("x", label="0.42.0", block="calls")

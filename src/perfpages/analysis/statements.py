@@ -204,3 +204,24 @@ def differences(run: Archived, block: str, base: str, head: str, *,
                        partial=tuple(s.label for s in (a, b) if not s.complete),
                        changes=compare(a, b, tolerance=tolerance,
                                        plan_of=lambda side, qid: read_plan(run.path, side, qid)))
+
+
+@dataclass(frozen=True)
+class Matching:
+    """The statements of one label whose text contains a fragment, per call served."""
+    label: str
+    per_call: float  # times they ran, per call
+    queries: tuple[str, ...]
+    complete: bool  # False: the summary kept only its top lists (a missing match proves nothing)
+
+
+def matching(run: Archived, block: str, label: str, fragment: str) -> Matching | None:
+    """How often statements containing `fragment` (case- and whitespace-insensitive) ran per
+    call `label` served in `block`; None when the run archived no statements for it."""
+    side = read_label(run, block, label)
+    if side is None or side.served <= 0:
+        return None
+    wanted = " ".join(fragment.split()).casefold()
+    found = [s for s in side.statements if wanted in normalise(s.query)]
+    return Matching(label, sum(s.calls for s in found) / side.served,
+                    tuple(s.query for s in found), side.complete)

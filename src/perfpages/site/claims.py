@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from math import nan
+from math import inf, nan
 from typing import Any
 
-from perfpages.analysis import changepoints, decision
+from perfpages.analysis import changepoints, decision, statements
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
 from perfpages.analysis.method import (
     format_change,
@@ -101,7 +101,7 @@ class Conditions:
                 "below": self.below, "above": self.above, "overlap": self.overlap,
                 "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
                 "best": self.best, "steps": self.steps, "trips": self.trips,
-                "spike": self.spike}
+                "spike": self.spike, "statement": self.statement}
 
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change, float]]:
@@ -277,6 +277,33 @@ class Conditions:
         d = floor_drift(self.pins.runs[self.pins.aliases(run)[0]], block, kind)
         return Condition(d.flagged, f"floors drifting beyond "
                                     f"{format_number(d.threshold * 100)} %", d.describe())
+
+    def statement(self, fragment: str, *, label: str, block: str, at_most: float | None = None,
+                  at_least: float | None = None, run: str | None = None) -> Condition:
+        """Statements whose text contains `fragment` ran between `at_least` and `at_most` times
+        per call `label` served in `block` (pg_stat_statements): "0.43.0 no longer reads the
+        key table on every call" is `statement("api_keys", label="0.43.0", block="calls",
+        at_most=0.1)`. A summary that kept only its top lists cannot prove an absence."""
+        if not fragment.strip() or (at_most is None and at_least is None):
+            raise AnalysisError("statement() needs a fragment of the statement's text and "
+                                "at_most= or at_least=",
+                                fix='e.g. statement("FROM api_keys", label=…, block=…, '
+                                    'at_most=0.1)')
+        loaded = self.pins.runs[self.pins.aliases(run)[0]]
+        found = statements.matching(loaded, block, label, fragment)
+        low = -inf if at_least is None else at_least
+        high = inf if at_most is None else at_most
+        bounds = " and ".join(x for x in (
+            f"at least {text(at_least)}" if at_least is not None else "",
+            f"at most {text(at_most)}" if at_most is not None else "") if x)
+        expected = f"statements containing {fragment!r} run {bounds} times per call ({label})"
+        if found is None:
+            return Condition(False, expected, f"run archived no statements for {block}/{label}")
+        data = f"{format_number(found.per_call)} per call ({len(found.queries)} statements)"
+        if not found.queries and not found.complete:
+            return Condition(False, expected, data + "; its summary kept only the top "
+                             "statements, so an absence proves nothing")
+        return Condition(low <= found.per_call <= high, expected, data)
 
     def quiet(self, within: float = 5, *, run: str | list[str] | None = None,
               block: str | None = None, metric: str | None = None) -> Condition:
