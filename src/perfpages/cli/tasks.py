@@ -199,6 +199,27 @@ def serve(c: Context, port: int = 8000) -> None:
           pty=False)
 
 
+@task(help={"docs": "the pages (default: mkdocs.yml's docs_dir)",
+            "out": "where to write them (default: rendered/ beside mkdocs.yml)",
+            "strict": "fail on a claim that does not hold, a hand-typed figure, a bad pin "
+                      "(the default; --no-strict fails only on what stops any build)"})
+def render(c: Context, docs: str | None = None, out: str | None = None,
+           strict: bool = True) -> None:
+    """Render every page as plain Markdown (macros computed, claims checked) for any generator."""
+    from perfpages.cli import render as command
+
+    _command(lambda cmd, out_: command.render_pages(docs, out, strict, out_))
+
+
+@task(positional=["site"], help={"site": "the built site's directory (e.g. site, "
+                                          "rendered/site)"})
+def check_site(c: Context, site: str) -> None:
+    """Fail on any perfpages macro left unrendered in a built site, whatever built it."""
+    from perfpages.cli import render as command
+
+    _command(lambda cmd, out: command.check_site(site, out))
+
+
 @task(help={"suites": "directory for the suite modules (default: benchmarks)"})
 def init(c: Context, suites: str = "benchmarks") -> None:
     """Start perfpages in this git repository: site, example suite and page, CI workflow."""
@@ -244,6 +265,8 @@ loadgen.add_task(worker)
 
 ns = Collection(bench, docs, loadgen)
 ns.add_task(init)
+ns.add_task(render)
+ns.add_task(check_site)
 
 # `invoke bench report` (a space) works like `invoke bench.report`, as under `perfpages`.
 accept_spaced_names()

@@ -212,6 +212,11 @@ class _Page:
         return f"\x01{len(self.claims) - 1}\x01"  # the sentence, once the page is settled
 
 
+def macro_names() -> frozenset[str]:
+    """Every name a page's macros call: what an unrendered macro starts with."""
+    return frozenset(_Page("", 0, Pins({})).namespace)
+
+
 def _sentence(claim: Claim) -> str:
     css = "perfpages-claim" + ("" if claim.holds else " perfpages-claim-failed")
     title = escape.md(f"checked: {claim.condition.expected}")

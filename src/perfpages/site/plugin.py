@@ -1,4 +1,5 @@
-"""The MkDocs plugin `perfpages`: a thin adapter over perfpages' core (page, runpage, version).
+"""The MkDocs plugin `perfpages`: a thin adapter over perfpages' core (render.site_page, the
+renderer `perfpages render` shares; runpage, version).
 
 mkdocs.yml:
 
@@ -26,15 +27,14 @@ from mkdocs.structure.pages import Page
 
 from perfpages import settings
 from perfpages.errors import PerfpagesError
-from perfpages.site import charts as chart
-from perfpages.site import header, page, tables
+from perfpages.site import render, tables
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
+from perfpages.site.config import CSS
 from perfpages.site.reproduction import Docs
 from perfpages.site.store import RunStore
 
 log = get_plugin_logger(__name__)
-CSS = "assets/perfpages.css"
 
 
 class PerfpagesConfig(base.Config):
@@ -67,10 +67,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             except PerfpagesError as exc:
                 raise PluginError(str(exc)) from None
         if not self.results_dir.is_dir():
-            # Not fatal (a new project has no runs yet), but a mistyped path would otherwise
-            # give an empty runs index without a word; strict builds stop here.
-            log.warning(f"plugins.perfpages.results: {self.results_dir} is not a directory — "
-                        f"create it, or point the option at the archived runs")
+            log.warning(render.results_missing(self.results_dir))
         cache = self.root / ".cache" / "perfpages" if self.config.cache else None
         if self.store is None or self.store.results_dir != self.results_dir or \
                 self.store.cache_dir != cache:
@@ -86,7 +83,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         return server
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        files.append(File.generated(config, CSS, content=chart.STYLE + tables.STYLE))
+        files.append(File.generated(config, CSS, content=render.STYLE))
         if not self.config.run_pages:
             return files
         cache = self.root / ".cache" / "perfpages" if self.config.cache else None
@@ -126,41 +123,30 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
                 item.children = self._order(item.children)
         numbers = [version.number(i.file.src_uri) if isinstance(i, Page) else None
                    for i in items]
-        ordered = version.newest_first(items, numbers)
-        pages = [(n, i) for n, i in zip(numbers, items, strict=True) if n is not None]
-        if len(pages) > 1:
-            top, newest = max(pages, key=lambda p: p[0])
-            for n, item in pages:
-                if n != top:
-                    self.newest[item.file.src_uri] = (n, top, newest.file.src_uri)
-        return ordered
+        self.newest.update(version.older([i.file.src_uri for i in items
+                                          if isinstance(i, Page)]))
+        return version.newest_first(items, numbers)
 
     def on_page_markdown(self, markdown: str, /, *, page: Page, config: MkDocsConfig,
                          files: Files) -> str:
         assert self.store is not None
         src = page.file.abs_src_path
         shown = os.path.relpath(src, self.root) if src else f"docs/{page.file.src_uri}"
-        source = page.file.content_string
         try:
-            rendered = page_render(markdown, page.meta, shown, source, self.store, self.docs)
-            superseded = version.superseded(page.meta, shown.replace(os.sep, "/"))
-            # Outside the page's snapshot: what is known of its runs now, and their machine
-            top = header.markdown(rendered.runs, page.file.src_uri,
-                                  runpage.PREFIX if self.config.run_pages else None)
+            done = render.site_page(markdown, page.meta, src_uri=page.file.src_uri,
+                                    shown=shown.replace(os.sep, "/"),
+                                    source=page.file.content_string, store=self.store,
+                                    docs=self.docs, run_pages=self.config.run_pages,
+                                    older=self.newest.get(page.file.src_uri))
         except PerfpagesError as exc:
             raise PluginError(str(exc)) from None
-        for warning in rendered.warnings:
+        for warning in done.warnings:
             log.warning(warning)
-        if rendered.pins_runs or page.file.src_uri.startswith(f"{runpage.PREFIX}/"):
+        if done.wide:
             self.wide.add(page.file.src_uri)
         else:
             self.wide.discard(page.file.src_uri)
-        text = header.under_title(rendered.markdown, top)
-        if page.file.src_uri in self.newest:
-            n, top_n, newest_src = self.newest[page.file.src_uri]
-            text = version.banner(n, top_n, newest_src, page.file.src_uri, superseded) + text
-        return text
-
+        return done.markdown
 
     def on_page_content(self, html: str, /, *, page: Page, config: MkDocsConfig,
                         files: Files) -> str:
@@ -178,9 +164,3 @@ def _walk(items: list[Any]) -> list[Page]:
             out.extend(_walk(item.children))
     return out
 
-
-def page_render(markdown: str, meta: dict[str, Any], shown: str, source: str,
-                store: RunStore, docs: Docs | None = None) -> page.Rendered:
-    return page.render(markdown, meta, path=shown.replace(os.sep, "/"),
-                       offset=page.offset_of(source, markdown), store=store, source=source,
-                       docs=docs)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # imported when a site is found: other repositories pay for n
     from perfpages.site.store import RunStore
 
 UPDATE = "PERFPAGES_UPDATE_GOLDEN"
+RENDERED = "rendered"  # where `perfpages render` writes by default (perfpages.site.config)
 SHOWN = 60  # characters of a differing line shown in a message
 NEW_VERSION = "if what the data says changed, leave this version as published and start v<N+1>"
 
@@ -44,6 +45,7 @@ class Site:
     docs: Path
     results: Path
     snapshots: Path
+    built: tuple[Path, ...] = ()  # built sites checked for unrendered macros (site_dir, render's)
     collected: set[Path] = field(default_factory=set)  # pages collected from the paths given
     written: list[Path] = field(default_factory=list)  # snapshots written (PERFPAGES_UPDATE_…)
     _store: RunStore | None = None
@@ -249,17 +251,36 @@ class PageFile(pytest.File):
                                             rendered=rendered.markdown, snapshot=snapshot)
 
 
+class BuiltPage(Check):
+    """A page of a built site, whatever built it: no perfpages macro left unrendered."""
+
+    def problem(self) -> str | None:
+        from perfpages.site import built
+
+        site = _site(self.config)
+        assert site is not None
+        root = next(b for b in site.built if self.path.is_relative_to(b))
+        found = built.unrendered(self.path.read_text(encoding="utf-8", errors="replace"),
+                                 self.path.relative_to(root).as_posix(), built.names())
+        more = f" (and {len(found) - 1} more on the page)" if len(found) > 1 else ""
+        return found[0].message(site.shown(root)) + more if found else None
+
+
+class BuiltFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        site = _site(self.config)
+        assert site is not None
+        site.collected.add(self.path)
+        yield BuiltPage.from_parent(self, name="unrendered")
+
+
 def _uses_perfpages(config: dict[str, Any]) -> tuple[bool, str | None]:
-    """Whether mkdocs.yml's plugins (a list, or a mapping) include perfpages, and its
-    `results` option."""
-    plugins = config.get("plugins") or []
-    entries = list(plugins.items()) if isinstance(plugins, dict) else [
-        next(iter(p.items())) if isinstance(p, dict) and p else (p, None) for p in plugins]
-    for name, options in entries:
-        if name == "perfpages":
-            results = options.get("results") if isinstance(options, dict) else None
-            return True, results if isinstance(results, str) else None
-    return False, None
+    """Whether mkdocs.yml's plugins include perfpages, and its `results` option."""
+    from perfpages.site.config import plugin_options
+
+    options = plugin_options(config)
+    results = (options or {}).get("results")
+    return options is not None, results if isinstance(results, str) else None
 
 
 def _may_use_perfpages(root: Path) -> bool:
@@ -316,9 +337,11 @@ def find_site(rootpath: Path) -> Site | None:
     base = anchored(settings.mkdocs.resolve().parent)
     docs = config.get("docs_dir") if isinstance(config.get("docs_dir"), str) else "docs"
     # The runs the build renders: the MkDocs plugin's own option when mkdocs.yml sets it.
+    built = config.get("site_dir") if isinstance(config.get("site_dir"), str) else "site"
     return Site(rootpath=rootpath, base=base, docs=base / docs,
                 results=base / results if results else settings.results,
-                snapshots=anchored(settings.snapshots))
+                snapshots=anchored(settings.snapshots),
+                built=(base / built, base / RENDERED / "site"))
 
 
 def _site(config: pytest.Config) -> Site | None:
@@ -330,8 +353,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Pages under paths given to pytest (`pytest docs`, `pytest docs/perf/v1.md`)."""
+    """Pages under paths given to pytest (`pytest docs`, `pytest docs/perf/v1.md`), and the
+    HTML of a built site (`pytest site`)."""
     site = _site(parent.config)
+    if site is not None and file_path.suffix == ".html" and any(
+            file_path.is_relative_to(b) for b in site.built):
+        return BuiltFile.from_parent(parent, path=file_path)
     if site is None or file_path.suffix != ".md" or not file_path.is_relative_to(site.docs):
         return None
     return PageFile.from_parent(parent, path=file_path)
@@ -347,6 +374,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for file in site.pages():
         if file not in site.collected:  # testpaths may include docs/: never collect twice
             items.extend(session.genitems(PageFile.from_parent(session, path=file)))
+    for file in sorted(f for b in site.built if b.is_dir() for f in b.rglob("*.html")):
+        if file not in site.collected:
+            items.extend(session.genitems(BuiltFile.from_parent(session, path=file)))
     names = {s.name for s in site.versioned().values()}
     for snapshot in sorted(site.snapshots.glob("*.md")):
         if snapshot.name not in names:

@@ -39,6 +39,16 @@ def newest_first(items: Sequence[T], versions: Sequence[int | None]) -> list[T]:
     return out
 
 
+def older(srcs: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+    """Among the pages of one nav section (by path under docs/), each older version's number,
+    the newest number and the newest page: what its banner says."""
+    pages = [(n, src) for src in srcs if (n := number(src)) is not None]
+    if len(pages) < 2:
+        return {}
+    top, newest = max(pages, key=lambda p: p[0])
+    return {src: (n, top, newest) for n, src in pages if n != top}
+
+
 def superseded(meta: Mapping[str, Any], where: str) -> str | None:
     """An older version's `superseded:` paragraph (what it got wrong), or None."""
     value = meta.get("superseded")
