@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import socket
 import threading
@@ -101,17 +102,24 @@ class _Transport:
         self.closed = True
 
 
-def _feed(response: bytes, step: int, no_body: bool = False) -> tuple[Connection, Any]:
+@contextlib.contextmanager
+def _connection() -> Iterator[Connection]:
+    """A connection on a loop of its own, writing nowhere: responses are fed to it by hand."""
     loop = asyncio.new_event_loop()
     try:
         conn = Connection(loop)
         conn.connection_made(_Transport())  # type: ignore[arg-type]
+        yield conn
+    finally:
+        loop.close()
+
+
+def _feed(response: bytes, step: int, no_body: bool = False) -> tuple[Connection, Any]:
+    with _connection() as conn:
         waiter = conn.send(b"GET / HTTP/1.1\r\n\r\n", no_body)
         for at in range(0, len(response), step):
             conn.data_received(response[at:at + step])
         return conn, waiter
-    finally:
-        loop.close()
 
 
 CHUNKED = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -264,10 +272,7 @@ def test_small_chunks_in_big_reads_are_walked_not_copied() -> None:
             read = b""
     reads.append(read)
     assert len(reads) == 4 and CHUNKED_HEAD + b"".join(reads) == SMALL_CHUNKS
-    loop = asyncio.new_event_loop()
-    try:
-        conn = Connection(loop)
-        conn.connection_made(_Transport())  # type: ignore[arg-type]
+    with _connection() as conn:
         waiter = conn.send(b"GET / HTTP/1.1\r\n\r\n", False)
         conn.data_received(CHUNKED_HEAD)
         tracemalloc.start()
@@ -282,8 +287,6 @@ def test_small_chunks_in_big_reads_are_walked_not_copied() -> None:
             tracemalloc.stop()
         assert max(peaks) < 4096, peaks  # a copy of a read's rest would be > 60,000 bytes
         assert waiter.result() == 200 and not conn.closed
-    finally:
-        loop.close()
     for step in (1 << 16, 4093, 2):  # and split anywhere, across chunk lines and trailers
         conn, waiter = _feed(SMALL_CHUNKS, step)
         assert waiter.result() == 200 and not conn.closed
@@ -293,10 +296,7 @@ def test_a_head_answered_with_a_body_poisons_nothing_and_is_not_reused() -> None
     head, body = HEAD_WITH_BODY
     after = b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"
     for split in (0, 2, 5):  # the body in one read, or across two, before the next response
-        loop = asyncio.new_event_loop()
-        try:
-            conn = Connection(loop)
-            conn.connection_made(_Transport())  # type: ignore[arg-type]
+        with _connection() as conn:
             first = conn.send(b"HEAD / HTTP/1.1\r\n\r\n", True)
             conn.data_received(head)
             assert first.result() == 200 and not conn.closed
@@ -305,24 +305,17 @@ def test_a_head_answered_with_a_body_poisons_nothing_and_is_not_reused() -> None
                 if data:
                     conn.data_received(data)
             assert second.result() == 201 and conn.closed  # read right, then not reused
-        finally:
-            loop.close()
     conn, waiter = _feed(head + b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1000, True)
     assert waiter.result() == 200 and conn.closed  # the next bytes in its read: closed too
 
 
 def test_a_head_answered_without_a_body_keeps_its_connection() -> None:
-    loop = asyncio.new_event_loop()
-    try:
-        conn = Connection(loop)
-        conn.connection_made(_Transport())  # type: ignore[arg-type]
+    with _connection() as conn:
         conn.send(b"HEAD / HTTP/1.1\r\n\r\n", True)
         conn.data_received(HEAD_WITH_BODY[0])
         second = conn.send(b"GET / HTTP/1.1\r\n\r\n", False)
         conn.data_received(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         assert second.result() == 200 and not conn.closed
-    finally:
-        loop.close()
 
 
 def test_a_head_with_a_body_against_a_real_server(odd_server: Odd) -> None:

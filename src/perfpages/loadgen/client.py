@@ -155,10 +155,11 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        self.got += len(data)  # bytes off the wire for the current request (one add per read)
+        n = len(data)
+        self.got += n  # bytes off the wire for the current request: one add per read
         state = self.state
         if state == LENGTH:  # the usual case after the head: count the body, keep nothing
-            self.remaining -= len(data)
+            self.remaining -= n
             if self.remaining <= 0:
                 self.keep = self.keep and self.remaining == 0
                 self._complete()
