@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from loadgen_vs_wrk import checkout, span  # beside this script
+from loadgen_vs_wrk import _Http as Http  # beside this script
+from loadgen_vs_wrk import checkout, span
 from perfpages import Load, Request
 from perfpages.loadgen.client import Connection
 from perfpages.loadgen.generator import run
@@ -91,24 +92,17 @@ def run_all(port: int, duration: float) -> dict[str, list[float]]:
     return out
 
 
-class _Http(asyncio.Protocol):
+class _Chunked(Http):
     """Keep-alive HTTP/1.1 answering GET /SIZE with the chunked body of SIZE-byte chunks."""
 
     answers: ClassVar[dict[bytes, bytes]] = {str(c).encode(): response(c) for c in CHUNKS}
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
-        self.buffer = b""
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
-            self.transport.write(self.answers[head.split(b" ")[1][1:]])
+    def answer(self, head: bytes) -> bytes:
+        return self.answers[head.split(b" ")[1][1:]]
 
 
 async def _serve() -> None:
-    server = await asyncio.get_running_loop().create_server(_Http, "127.0.0.1", 0)
+    server = await asyncio.get_running_loop().create_server(_Chunked, "127.0.0.1", 0)
     print(server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
 
