@@ -60,11 +60,14 @@ class _Http(asyncio.Protocol):
         self.buffer += data
         while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
             head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
-            if head.startswith(b"GET /work"):
-                until = time.perf_counter() + WORK_S  # CPU-bound, one request at a time
-                while time.perf_counter() < until:
-                    pass
-            self.transport.write(ANSWER)
+            self.transport.write(self.answer(head))
+
+    def answer(self, head: bytes) -> bytes:
+        if head.startswith(b"GET /work"):
+            until = time.perf_counter() + WORK_S  # CPU-bound, one request at a time
+            while time.perf_counter() < until:
+                pass
+        return ANSWER
 
 
 async def _serve_raw() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import itertools
 import json
@@ -10,7 +11,7 @@ import socket
 import statistics
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -235,12 +236,55 @@ def test_connection_errors_and_timeouts_are_counted(server: Server) -> None:
     assert total.requests == total.error_count
 
 
+def _raw_server(handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter],
+                                 Awaitable[None]]) -> str:
+    """An asyncio server on an ephemeral port, in a daemon thread for the rest of the test
+    session: its base URL."""
+    ready = threading.Event()
+    port: list[int] = []
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port.append(server.sockets[0].getsockname()[1])
+        ready.set()
+        await server.serve_forever()
+
+    threading.Thread(target=lambda: asyncio.run(serve()), daemon=True).start()
+    assert ready.wait(10)
+    return f"http://127.0.0.1:{port[0]}"
+
+
+def test_open_loop_sends_nothing_after_its_end_and_drops_its_backlog() -> None:
+    """A server that reads requests and never answers, 2 connections, 8/s for 3 s, timeout
+    2 s: each connection sends its first request, times out at about 2 s, sends the oldest
+    request still within drop_after_s (due 1.75 s before), and times out again after the
+    end, when it sends nothing more. So 4 requests reach the server, whatever the machine's
+    speed (every margin is hundreds of milliseconds); the other 20 of the 24 are dropped, and
+    counted in the windows they were due in."""
+    received: list[bytes] = []
+
+    async def never_answer(reader: asyncio.StreamReader, _: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                received.append(await reader.readuntil(b"\r\n\r\n"))
+
+    load = Load([Request(f"{_raw_server(never_answer)}/")], duration_s=3.0, rate=8, callers=2,
+                timeout_s=2.0, drop_after_s=2.5, samples=True)
+    result = run(load)
+    total = result.total()
+    assert total.offered == 24 and total.requests == 4 == len(received)
+    assert total.errors["timeout"] == 4 and total.drops == 20 and not total.codes
+    assert sum(w.drops for w in result.windows) == 20
+    rows = [line.split(",") for line in result.samples_csv().splitlines()[1:]]
+    sent_at = [float(at) + (float(latency) - float(service)) / 1000.0
+               for at, latency, service, *_ in rows]
+    assert len(sent_at) == 4 and max(sent_at) < load.duration_s  # nothing after the end
+
+
 def test_a_server_closing_kept_alive_connections_loses_no_request() -> None:
     """A server that answers as if keeping the connection, then closes it: aiohttp opens a new
     one for the next request, so nothing is counted as an error and nothing is lost."""
     served: list[int] = []
-    ready = threading.Event()
-    port: list[int] = []
 
     async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -249,15 +293,7 @@ def test_a_server_closing_kept_alive_connections_loses_no_request() -> None:
         await writer.drain()
         writer.close()
 
-    async def serve() -> None:
-        server = await asyncio.start_server(answer_once, "127.0.0.1", 0)
-        port.append(server.sockets[0].getsockname()[1])
-        ready.set()
-        await server.serve_forever()
-
-    threading.Thread(target=lambda: asyncio.run(serve()), daemon=True).start()
-    assert ready.wait(10)
-    total = run(Load([Request(f"http://127.0.0.1:{port[0]}/")], duration_s=0.5, callers=2)).total()
+    total = run(Load([Request(f"{_raw_server(answer_once)}/")], duration_s=0.5, callers=2)).total()
     assert total.requests > 0 and total.error_count == 0
     assert total.codes["200"] == total.requests == len(served)
 
@@ -296,6 +332,9 @@ def test_cold_path_samples_and_windows_archive(server: Server, tmp_path: Path) -
     (lambda: Request("http://h/x", fill={"aid": (1, 5)}), "request.fill.aid"),
     (lambda: Request("http://h/{aid}", fill={"aid": (5, 1)}), "request.fill.aid"),
     (lambda: Request("http://h/", weight=0), "request.weight"),
+    (lambda: Request("http://h/", headers={"X-A": "a\r\nX-Injected: 1"}), "request.headers.X-A"),
+    (lambda: Request("http://h/", headers={"X-B": "a\nb"}), "request.headers.X-B"),
+    (lambda: Request("http://h/", headers={"X\r\nC": "v"}), "request.headers"),
     (lambda: Load([Request("http://h/")], duration_s=1, rate=0), "load.rate"),
     (lambda: Load([Request("http://h/")], duration_s=1, rate=-5), "load.rate"),
     (lambda: Load([Request("http://h/")], duration_s=0), "load.duration_s"),

@@ -140,7 +140,7 @@ def test_a_single_target_load_archives_as_before(pair: tuple[Server, Server, Log
             "params", "requests", "round", "start", "status", "throughput", "window"}
     assert all(set(w.to_json()) == keys for w in windows)
     health = {"connect_errors", "generator_cpu_pct", "loop_lag_max_ms", "loop_lag_p99_ms",
-              "non_2xx", "timeouts"}
+              "non_2xx", "timeouts", "received_bytes", "sent_bytes"}
     assert set(windows[0].metrics) == health
     assert all(set(w.metrics) == health | {"slowest_at_s", "slowest_ms"} for w in windows[1:])
     assert set(json.loads(result.diagnostics_json())) == {

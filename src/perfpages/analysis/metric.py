@@ -45,6 +45,9 @@ _KNOWN: dict[str, MetricInfo] = {
     "pg_cpu_ms": MetricInfo("pg_cpu_ms", "PostgreSQL CPU per call", "ms", False),
     "buffers_hit": MetricInfo("buffers_hit", "shared buffers hit per call", "", False),
     "buffers_read": MetricInfo("buffers_read", "shared buffers read per call", "", False),
+    # HTTP bytes per answered request (the load generator's count): shown, not judged.
+    "sent_bytes": MetricInfo("sent_bytes", "bytes sent per call", "B", None),
+    "received_bytes": MetricInfo("received_bytes", "bytes received per call", "B", None),
     **{name: MetricInfo(name, f"{name} latency", "ms", False) for name in LATENCY_METRICS},
 }
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import re
 import ssl
 import time
 from collections.abc import Mapping
@@ -25,6 +24,8 @@ from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDict
 from yarl import URL
 
+from perfpages.loadgen.spec import FORBIDDEN
+
 now_s = time.perf_counter
 
 # aiohttp's rules: bodiless methods, methods given a default Content-Type, and those retried once
@@ -32,7 +33,6 @@ now_s = time.perf_counter
 GET_METHODS = frozenset(ClientRequest.GET_METHODS)
 POST_METHODS = frozenset(ClientRequest.POST_METHODS)
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
-_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in a header: an injection (as aiohttp)
 MAX_HEAD = 1 << 16  # a response head longer than this is an error
 
 
@@ -108,13 +108,13 @@ def request_head(method: str, url: URL, headers: Mapping[str, str], body_length:
         h["Content-Type"] = "application/octet-stream"
     lines = [f"{method} {url.raw_path_qs} HTTP/1.1"] + [f"{k}: {v}" for k, v in h.items()]
     for line in lines:
-        if _FORBIDDEN.search(line):
+        if FORBIDDEN.search(line):  # a Request refuses them; a filled value is an integer
             raise ValueError(f"a control character in the request head: {line!r}")
     return "\r\n".join(lines) + "\r\n\r\n"
 
 
-# What a connection is reading.
-IDLE, HEAD, LENGTH, CHUNK_SIZE, CHUNK_DATA, TRAILER, UNTIL_CLOSE = range(7)
+# What a connection is reading (STRAY: a body sent after a HEAD's response, skipped).
+IDLE, HEAD, LENGTH, CHUNK_SIZE, CHUNK_DATA, TRAILER, UNTIL_CLOSE, STRAY = range(8)
 
 
 class Connection(asyncio.Protocol):
@@ -133,13 +133,16 @@ class Connection(asyncio.Protocol):
         self.no_body = False  # a HEAD request: the response has no body whatever it says
         self.closed = False
         self.sent = 0.0  # when the current request was handed to the socket
+        self.got = 0  # bytes received since the current request was sent (heads, bodies)
+        self.stray = 0  # the body length the last HEAD's response announced (may still come)
+        self.tainted = False  # a HEAD's body came after all: not reused after this response
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def send(self, data: bytes, no_body: bool) -> asyncio.Future[int]:
         self.waiter = waiter = self.loop.create_future()
-        self.state, self.buffer, self.no_body, self.keep = HEAD, b"", no_body, True
+        self.state, self.buffer, self.no_body, self.keep, self.got = HEAD, b"", no_body, True, 0
         # Stamped before the write, as wrk does: on loopback the write may wake the server, which
         # can answer before this process reads the clock again.
         self.sent = now_s()
@@ -152,9 +155,11 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        n = len(data)
+        self.got += n  # bytes off the wire for the current request: one add per read
         state = self.state
         if state == LENGTH:  # the usual case after the head: count the body, keep nothing
-            self.remaining -= len(data)
+            self.remaining -= n
             if self.remaining <= 0:
                 self.keep = self.keep and self.remaining == 0
                 self._complete()
@@ -172,20 +177,29 @@ class Connection(asyncio.Protocol):
             self.close()
 
     def _parse(self, data: bytes) -> None:
+        """Walk `data` by offset: a read holding many small chunks is never copied per chunk
+        (slicing off the rest after each one made the cost grow with read size × chunks); only
+        an incomplete line at its end is kept for the next read."""
+        at, size = 0, len(data)
         while True:
             state = self.state
             if state == HEAD:
-                end = data.find(b"\r\n\r\n")
-                if end < 0:
-                    if len(data) > MAX_HEAD:
-                        raise HttpError("response head too long")
-                    self.buffer = data
+                if self.stray and not self._skip_stray(data, at):
+                    self.buffer = data[at:]  # too few bytes to tell a body from a status line
                     return
-                head, data = data[:end], data[end + 4:]
+                if self.state == STRAY:
+                    continue
+                end = data.find(b"\r\n\r\n", at)
+                if end < 0:
+                    if size - at > MAX_HEAD:
+                        raise HttpError("response head too long")
+                    self.buffer = data[at:]
+                    return
+                head, at = data[at:end], end + 4
                 if not self._head(head):
                     continue  # an interim 1xx: its final response follows
             elif state == LENGTH:
-                self.remaining -= len(data)
+                self.remaining -= size - at
                 if self.remaining <= 0:
                     self.keep = self.keep and self.remaining == 0
                     self._complete()
@@ -193,31 +207,34 @@ class Connection(asyncio.Protocol):
                     self.buffer = b""
                 return
             elif state == CHUNK_SIZE:
-                end = data.find(b"\r\n")
+                end = data.find(b"\r\n", at)
                 if end < 0:
-                    self.buffer = data
+                    if size - at > MAX_HEAD:
+                        raise HttpError("chunk-size line too long")
+                    self.buffer = data[at:]
                     return
-                size = int(data[:end].split(b";", 1)[0].strip(), 16)
-                data = data[end + 2:]
-                if size:
-                    self.state, self.remaining = CHUNK_DATA, size + 2
+                line = data[at:end]
+                at = end + 2
+                if chunk := int(line.split(b";", 1)[0].strip(), 16):
+                    self.state, self.remaining = CHUNK_DATA, chunk + 2
                 else:
                     self.state = TRAILER
-            elif state == CHUNK_DATA:
-                if len(data) < self.remaining:
-                    self.remaining -= len(data)
+            elif state in (CHUNK_DATA, STRAY):
+                if size - at < self.remaining:
+                    self.remaining -= size - at
                     self.buffer = b""
                     return
-                data = data[self.remaining:]
-                self.state = CHUNK_SIZE
+                at += self.remaining
+                self.state = CHUNK_SIZE if state == CHUNK_DATA else HEAD
+                continue
             elif state == TRAILER:
-                end = data.find(b"\r\n")
+                end = data.find(b"\r\n", at)
                 if end < 0:
-                    self.buffer = data
+                    self.buffer = data[at:]
                     return
-                line, data = data[:end], data[end + 2:]
-                if not line:
-                    self.keep = self.keep and not data
+                empty, at = end == at, end + 2
+                if empty:
+                    self.keep = self.keep and at == size
                     self._complete()
                     return
             elif state == UNTIL_CLOSE:
@@ -227,9 +244,20 @@ class Connection(asyncio.Protocol):
                 self.close()
                 return
             if state == HEAD and self.state == IDLE:
-                if data:  # more than the response: the connection cannot be trusted
+                if at < size:  # more than the response: the connection cannot be trusted
                     self.close()
                 return
+
+    def _skip_stray(self, data: bytes, at: int) -> bool:
+        """After a HEAD whose response announced a body: is what follows that body (which some
+        servers, waitress among them, send anyway) or this response? False: too few bytes yet."""
+        start = data[at:at + 7]
+        if len(start) < 7 and b"HTTP/1.".startswith(start):
+            return False
+        if start != b"HTTP/1.":  # the body: skipped, and the connection not reused after
+            self.state, self.remaining, self.tainted = STRAY, self.stray, True
+        self.stray = 0
+        return True
 
     def _head(self, head: bytes) -> bool:
         """Read a response's head; False for an interim 1xx response, to be skipped."""
@@ -245,11 +273,15 @@ class Connection(asyncio.Protocol):
             self.keep = connection is not None and b"keep-alive" in connection
         else:
             self.keep = connection is None or b"close" not in connection
+        if self.tainted:
+            self.keep = False
         self.status = status
+        encoding = _field(fields, b"\r\ntransfer-encoding:")
+        if self.no_body and status >= 200 and status not in (204, 304):
+            self._head_body(encoding, _field(fields, b"\r\ncontent-length:"))
         if self.no_body or status < 200 or status in (204, 304):
             self._complete()
             return True
-        encoding = _field(fields, b"\r\ntransfer-encoding:")
         if encoding is not None and b"chunked" in encoding:
             self.state = CHUNK_SIZE
         elif (length := _field(fields, b"\r\ncontent-length:")) is not None:
@@ -263,6 +295,16 @@ class Connection(asyncio.Protocol):
         else:  # the body runs until the server closes the connection
             self.keep, self.state = False, UNTIL_CLOSE
         return True
+
+    def _head_body(self, encoding: bytes | None, length: bytes | None) -> None:
+        """A HEAD's response announced a body, which it must not send; some servers send it
+        anyway, after the head, where it would be read as the next response: a body of known
+        length is looked for there and skipped, a chunked one cannot be, so its connection
+        closes."""
+        if encoding is not None and b"chunked" in encoding:
+            self.keep = False
+        elif length is not None and length.isdigit():
+            self.stray = int(length)
 
     def _complete(self) -> None:
         self.state, self.buffer = IDLE, b""
@@ -282,7 +324,7 @@ class Connection(asyncio.Protocol):
         if self.state == UNTIL_CLOSE:
             self._complete()
         elif self.state != IDLE:
-            self._fail(HttpError("server disconnected", before_head=self.state == HEAD))
+            self._fail(HttpError("server disconnected", before_head=self.state in (HEAD, STRAY)))
         self.closed = True
         return False  # close the transport
 
@@ -292,7 +334,7 @@ class Connection(asyncio.Protocol):
             self._complete()
         elif self.state != IDLE:
             self._fail(HttpError(f"connection lost ({exc or 'closed'})",
-                                 before_head=self.state == HEAD))
+                                 before_head=self.state in (HEAD, STRAY)))
 
 
 def _field(fields: bytes, name: bytes) -> bytes | None:

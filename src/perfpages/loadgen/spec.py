@@ -17,6 +17,8 @@ from yarl import URL
 from perfpages.errors import PerfpagesError
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# A control character in a header (CR, LF above all) would split the request: an injection.
+FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
@@ -49,6 +51,7 @@ class Request:
         if url is None or url.scheme not in ("http", "https") or not url.host:
             raise _bad("request.url", f"{self.url!r} is not an http(s) URL with a host",
                        "write it as http://HOST:PORT/path")
+        self._check_headers()
         if not (self.weight > 0 and math.isfinite(self.weight)):
             raise _bad("request.weight", f"weight {self.weight} must be a positive number",
                        "give each template a weight > 0")
@@ -69,6 +72,18 @@ class Request:
                     or bounds[0] > bounds[1]):
                 raise _bad(f"request.fill.{name}", f"range {bounds!r} is not (LOW, HIGH) integers",
                            "give two integers with LOW <= HIGH")
+
+    def _check_headers(self) -> None:
+        """Refused here, naming the header, not later in a generator process; the value is not
+        printed (it may be a secret)."""
+        for name, value in self.headers.items():
+            if not isinstance(name, str) or not name or ":" in name or FORBIDDEN.search(name):
+                raise _bad("request.headers", f"header name {name!r} is not a token",
+                           "give names such as 'X-API-Key', without ':' or line breaks")
+            if not isinstance(value, str) or FORBIDDEN.search(value):
+                raise _bad(f"request.headers.{name}", f"the value of header {name!r} is not a "
+                           "string or holds CR, LF or another control character",
+                           "remove the line breaks (one header per key)")
 
     def body_text(self) -> str:
         return "" if self.json is None else json.dumps(self.json, separators=(",", ":"))

@@ -28,6 +28,10 @@ class Tally:
     drops: int = 0  # open loop: due, but still waiting for a connection past the drop limit
     offered: int = 0  # open loop: requests due in the window
     completed: int = 0  # responses that arrived during the window
+    # Bytes of the answered requests (errors, which have no whole response, left out): requests
+    # as written, responses (heads, 1xx, framing, bodies) as read off the socket (after TLS).
+    sent_bytes: int = 0
+    received_bytes: int = 0
     latency: Latency = field(default_factory=Latency)  # open loop: from the intended start
     service: Latency = field(default_factory=Latency)  # open loop: from the actual send
     lag: Latency = field(default_factory=Latency)  # open loop: actual send - intended start
@@ -61,6 +65,8 @@ class Tally:
         self.drops += other.drops
         self.offered += other.offered
         self.completed += other.completed
+        self.sent_bytes += other.sent_bytes
+        self.received_bytes += other.received_bytes
         for name in ("latency", "service", "lag", "loop_lag"):
             getattr(self, name).merge(getattr(other, name))
         self.cpu_s += other.cpu_s
@@ -74,6 +80,7 @@ class Tally:
             "index": self.index, "duration_s": self.duration_s, "requests": self.requests,
             "codes": dict(self.codes), "errors": dict(self.errors), "drops": self.drops,
             "offered": self.offered, "completed": self.completed,
+            "sent_bytes": self.sent_bytes, "received_bytes": self.received_bytes,
             "hist": {name: [getattr(self, name).encode(), getattr(self, name).clamped]
                      for name in ("latency", "service", "lag", "loop_lag")},
             "cpu_s": self.cpu_s, "cpu_max_s": self.cpu_max_s,
@@ -86,11 +93,15 @@ class Tally:
         return cls(index=data["index"], duration_s=data["duration_s"], requests=data["requests"],
                    codes=Counter(data["codes"]), errors=Counter(data["errors"]),
                    drops=data["drops"], offered=data["offered"], completed=data["completed"],
+                   # Locust's workers do not count bytes
+                   sent_bytes=data.get("sent_bytes", 0),
+                   received_bytes=data.get("received_bytes", 0),
                    cpu_s=data["cpu_s"], cpu_max_s=data["cpu_max_s"],
                    slowest_ms=data["slowest_ms"], slowest_at_s=data["slowest_at_s"], **hist)
 
     def metrics(self, open_loop: bool) -> dict[str, float | None]:
-        """Extra per-window figures: rates, drops, service time and the generator's own health."""
+        """Extra per-window figures: rates, drops, service time, bytes per call and the
+        generator's own health."""
         d = self.duration_s or float("nan")
         out: dict[str, float | None] = {
             "non_2xx": float(self.non_2xx),
@@ -100,6 +111,11 @@ class Tally:
             # generator, not the subject, may have been the bottleneck.
             "generator_cpu_pct": round(100.0 * self.cpu_max_s / d, 2),
         }
+        answered = self.responses
+        if answered and self.received_bytes:  # none received: not counted (Locust)
+            # Per answered request: a cost per call that the machine's speed does not move.
+            out["sent_bytes"] = round(self.sent_bytes / answered, 3)
+            out["received_bytes"] = round(self.received_bytes / answered, 3)
         loop = self.loop_lag.summary_ms()
         if loop:
             out["loop_lag_p99_ms"] = round(loop["p99"], 4)

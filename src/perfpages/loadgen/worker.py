@@ -275,6 +275,8 @@ class Shard:
             conn = await fetch(slot.conns, origin, data, no_body, idempotent)
             done = now_s()
             status, wire = conn.status, conn.sent
+            tally.sent_bytes += len(data)
+            tally.received_bytes += conn.got
         except asyncio.CancelledError:
             if not slot.expired:
                 raise
@@ -345,7 +347,9 @@ class Shard:
     async def open_loop(self) -> None:
         """Fire on the timetable, never waiting for a response: a request that finds every
         connection busy waits in a backlog (its wait counts in its latency and dispatch lag), and
-        is dropped, and counted, once it is `drop_after_s` late."""
+        is dropped, and counted, once it is `drop_after_s` late. Nothing is sent after the end:
+        what the backlog still holds then is dropped and counted, and the run ends once the
+        requests in flight are answered or time out."""
         load, loop = self.load, self.loop
         assert load.offered_rate is not None
         rate = load.offered_rate / load.processes
@@ -375,20 +379,25 @@ class Shard:
                 else:
                     self.backlog.append((t, side))
                 t += arrivals.expovariate(rate) if poisson else 1.0 / rate
+        await sleep_until(self.t_end)
+        while self.backlog:
+            t, side = self.backlog.popleft()
+            self.tally_at(t, side).drops += 1
         while tasks:
             await asyncio.gather(*list(tasks))
 
     async def chain(self, t: float, side: Side, slot: Slot) -> None:
         """Hold one connection slot while the backlog has requests, oldest first (its
-        connections, one per target, serve every side)."""
-        limit = self.load.drop_limit_s
+        connections, one per target, serve every side), until the end: a request due before it
+        but not yet sent is dropped (the backlog's rest is open_loop()'s to count)."""
+        limit, end = self.load.drop_limit_s, self.t_end
         while True:
             sent = now_s()
-            if sent - t > limit:
+            if sent - t > limit or sent >= end:
                 self.tally_at(t, side).drops += 1
             else:
                 await self.send(t, sent, slot, side)
-            if not self.backlog:
+            if not self.backlog or now_s() >= end:
                 break
             t, side = self.backlog.popleft()
         self.spare.append(slot)
