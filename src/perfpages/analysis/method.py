@@ -24,7 +24,12 @@ def _sign(value: float) -> str:
 
 
 def format_percent(value: float, digits: int | None = None) -> str:
-    """A change in percent: whole from 10 %, one decimal below, or `digits` decimals."""
+    """A change in percent: whole from 10 %, one decimal below, or `digits` decimals; a change
+    from 0 ("+∞ %") and one without a value ("n/a") print as such, never as a traceback."""
+    if value != value:
+        return "n/a"
+    if not isfinite(value):
+        return f"{_sign(value)}∞ %"
     if digits is None:
         digits = 0 if abs(value) >= 10 else 1
     return f"{_sign(value)}{abs(value):.{digits}f} %"
@@ -43,6 +48,14 @@ def format_change(change: Change, digits: int | None = None, verdict: str | None
         low, high = (f"{_sign(v)}{abs(v):.{places}f}" for v in interval)
         shown.insert(0, f"{low}…{high} %")
     return f"{head} ({', '.join(shown)})" if shown else head
+
+
+def drifted(before: float, percent: float) -> str:
+    """How a warning says a floor moved: "drifted −12 %"; a floor that measured nothing before
+    its block has no drift to state."""
+    if before > 0:
+        return f"drifted {format_percent(percent)}"
+    return "measured nothing before the block"
 
 
 def format_resolution(value: float) -> str:
@@ -87,7 +100,10 @@ def _span(values: list[float], unit: str, digits: int | None) -> str:
     def one(v: float) -> str:
         return format_percent(v, digits) if unit == "%" else format_difference(v, unit, digits)
 
+    values = [v for v in values if v == v] or [float("nan")]  # NaN: "n/a", never a range end
     lo, hi = min(values), max(values)
+    if not (isfinite(lo) and isfinite(hi)):  # a change from 0 (±∞) or none: no rounding
+        return one(lo) if one(lo) == one(hi) else f"{one(lo)} to {one(hi)}"
     if unit == "%" and digits is None:  # the percent rule: whole numbers across a range
         if round(lo) == round(hi):
             return one(lo) if len(values) == 1 else one((lo + hi) / 2)

@@ -16,7 +16,7 @@ class MetricInfo:
 
     def better(self, ratio: float) -> bool | None:
         """Whether a ratio of medians (other ÷ base) is an improvement."""
-        if self.higher_is_better is None or ratio == 1:
+        if self.higher_is_better is None or ratio == 1 or ratio != ratio:
             return None
         return (ratio > 1) == self.higher_is_better
 
