@@ -72,14 +72,16 @@ runs: [{r}, {x}]
 ---
 # Zeros
 
-{{{{ table(["throughput", "errors", "error_rate", "p50"], rows="metric", columns="label", run="{r}", block="calls", where={page}, change="base") }}}}
+{{{{ table(["throughput", "errors", "error_rate", "p50"], rows="metric", columns="label",
+          run="{r}", block="calls", where={page}, change="base") }}}}
 
 {{{{ table("errors", rows="call", columns="label", run="{x}", block="calls", change="base") }}}}
 
 Unchanged: {{{{ change("base", "changed", "errors", run="{r}", block="calls", where={lookup}) }}}}.
 Risen: {{{{ change("base", "changed", "errors", run="{x}", block="calls", where={page}) }}}}.
 
-{{{{ claim("errors stay 0", between(0, 0, "base", "changed", "errors", run="{r}", block="calls", where={lookup})) }}}}
+{{{{ claim("errors stay 0", between(0, 0, "base", "changed", "errors", run="{r}",
+                                    block="calls", where={lookup})) }}}}
 
 {{{{ chart("call", "errors", run="{r}", block="calls") }}}}
 
