@@ -21,7 +21,7 @@ class MetricInfo:
         return (ratio > 1) == self.higher_is_better
 
 
-LATENCY_METRICS = (*PERCENTILES, "mean", "max")
+LATENCY_METRICS = (*PERCENTILES, "mean", "min", "max")
 
 _KNOWN: dict[str, MetricInfo] = {
     "throughput": MetricInfo("throughput", "throughput", "/s", True),
