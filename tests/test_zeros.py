@@ -97,3 +97,23 @@ The floor moved by {{{{ drift(run="{r}", block="calls") }}}}.
     assert not NAN.search(re.sub(r"<[^>]*>", " ", html))
     for run in (r, x):
         assert (site / "runs" / run / "index.html").is_file()
+
+
+def test_a_run_whose_page_fails_is_one_line_and_the_others_build(
+        zeros: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever goes wrong rendering one run's page (here a fault put into it), the build
+    gets one line naming the run, and every other run still has its page."""
+    from perfpages.site import runpages
+
+    original = runpages.render
+
+    def faulty(run: object, *args: object) -> str:
+        if getattr(run, "id", "") == RANGES_RUN:
+            raise ValueError("cannot convert float NaN to integer")
+        return original(run, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runpages, "render", faulty)
+    entries = {e.id: e for e in runpages.RunPages(zeros, None, "").entries()}
+    broken = entries[RANGES_RUN].problem or ""
+    assert "its page could not be rendered (ValueError: cannot convert" in broken
+    assert "\n" not in broken and entries[EXACT_RUN].problem is None
