@@ -158,3 +158,22 @@ def test_cite_through_the_command_line_links_only_with_a_site_url() -> None:
     bare = cli("bench.cite", "sky-quick", "--site-url", "")
     assert bare.returncode == 0, bare.stderr
     assert bare.stdout.splitlines()[0].endswith("— perfpages run `2026-11-30-sky-quick`")
+
+
+def test_commands_are_named_as_the_user_called_them() -> None:
+    """Run as `perfpages …`, what a command prints names `perfpages …` commands; run as
+    `invoke …`, `invoke …` ones."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+    def perfpages(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "perfpages", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, check=False)
+
+    cited = perfpages("bench.cite", "--run", "sky-quick")
+    assert cited.returncode == 0, cited.stderr
+    assert "Verify: `perfpages bench.verify --run 2026-11-30-sky-quick`" in cited.stdout
+    assert "invoke bench." not in cited.stdout
+    assert "Verify: `invoke bench.verify" in cli("bench.cite", "--run", "sky-quick").stdout
+    missing = perfpages("bench.report", "--run", "no-such-run")
+    assert missing.returncode == 1 and "`perfpages bench.list`" in missing.stderr, missing.stderr
+    assert "`invoke bench.list`" in cli("bench.report", "--run", "no-such-run").stderr

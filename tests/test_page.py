@@ -122,13 +122,44 @@ def test_claims_decide_on_raw_values_not_on_printed_ones(results: Path) -> None:
     change = Change("throughput", a.cell, b.cell)
     printed = float(format_percent(change.percent).replace("−", "-").strip(" %+"))
     assert printed != change.percent  # the raw change has more digits than the page shows
-    raw = conditions.between(change.percent, change.percent, "v1.0", "v1.1", block="callers",
-                             where={"call": "lookup"})
-    assert raw.holds
-    rounded = conditions.between(printed, printed, "v1.0", "v1.1", block="callers",
-                                 where={"call": "lookup"})
-    assert not rounded.holds  # rounding for display never decides
-    assert rounded.expected.startswith("a change of v1.1 over v1.0 between")
+    lookup = {"where": {"call": "lookup"}, "block": "callers"}
+    # A band whose edge the printed figure reaches but the raw change does not: it fails, and
+    # the message shows the change with the decimals that tell it from the bound.
+    edge = conditions.between(printed - 1, change.percent - 0.001, "v1.0", "v1.1", **lookup)
+    assert not edge.holds
+    shown = float(edge.data.rpartition(": +")[2].removesuffix(" %"))
+    assert shown > change.percent - 0.001
+
+
+def test_exact_bounds_hold_to_the_precision_printed(results: Path) -> None:
+    """between(x, x) states a change as printed: within half a unit of its last decimal."""
+    conditions = Conditions(Pins({"d": RunStore(results).get(DEMO)}))
+    (a, b), = conditions.pins.pairs("v1.0", "v1.1", metric="throughput", block="callers",
+                                    where={"call": "lookup"})
+    percent = Change("throughput", a.cell, b.cell).percent  # +8.53 %: prints as +8.5 %
+    lookup = {"where": {"call": "lookup"}, "block": "callers"}
+    printed = round(percent, 1)
+    held = conditions.between(printed, printed, "v1.0", "v1.1", **lookup)
+    assert held.holds and "within ±0.05, as printed" in held.expected
+    wrong = conditions.between(printed + 0.1, printed + 0.1, "v1.0", "v1.1", **lookup)
+    assert not wrong.holds
+    assert f"of +{printed + 0.1:.1f} %" in wrong.expected and f"+{printed:.1f} %" in wrong.data
+    whole = round(percent)  # digits=0: ±0.5
+    assert conditions.between(whole, whole, "v1.0", "v1.1", digits=0, **lookup).holds
+    assert not conditions.between(whole + 1, whole + 1, "v1.0", "v1.1", digits=0,
+                                  **lookup).holds
+
+
+def test_claim_messages_print_bounds_as_typed(results: Path) -> None:
+    conditions = Conditions(Pins({"d": RunStore(results).get(DEMO)}))
+    band = conditions.between(12.5, 13.5, "v1.0", "v1.1 + cache", block="callers")
+    assert "between +12.5 % and +13.5 %" in band.expected
+    p50 = conditions.pins.select(metric="p50", block="one-caller", label="v1.1")[0].cell.median
+    limit = float(f"{p50:.2f}")  # the bound as the page prints the figure
+    bound = conditions.below("p50", limit, block="one-caller", label="v1.1")
+    value = float(bound.data.rpartition(": ")[2].removesuffix(" ms"))
+    assert (value < limit) == bound.holds and value != limit
+    assert f"below {limit:.2f} ms" in bound.expected
 
 
 def test_overlap_and_direction(results: Path) -> None:

@@ -178,6 +178,20 @@ def test_a_broken_page_is_one_failing_item(pytester: pytest.Pytester, project: P
     assert "Traceback" not in result.stdout.str()
 
 
+def test_hand_typed_figures_fail_as_in_the_build(pytester: pytest.Pytester,
+                                                  project: Path) -> None:
+    """pytest runs the build's lint: a page with a figure typed by hand is a failing item."""
+    (project / "docs" / "perf" / "typed.md").write_text(
+        f"---\nruns: {{d: {DEMO}}}\n---\n# Typed\n\nThe cache answers in 12 ms.\n\n"
+        '{{ claim("the cache is faster", faster("v1.0", "v1.1 + cache", block="callers")) }}\n')
+    result = pytester.runpytest("-k", "typed")
+    result.assert_outcomes(passed=1, failed=1, deselected=4)  # the claim | the lint
+    assert [line for line in result.outlines if line.startswith("FAILED docs/perf/typed.md::lint")]
+    assert ('docs/perf/typed.md:6: lint: hand-typed figure "12 ms" on a page that pins runs'
+            in result.stdout.str())
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_every_snapshot_has_one_page_and_every_page_its_own_snapshot(
         pytester: pytest.Pytester, project: Path) -> None:
     golden = project / "tests" / "golden" / "pages"

@@ -76,3 +76,48 @@ def test_crash_is_visible(tmp_path: Path) -> None:
         os.kill(service.process.pid, 9)  # type: ignore[union-attr]
         service.process.wait()  # type: ignore[union-attr]
         assert not service.alive() and not service.healthy()
+
+
+ELSEWHERE = """
+import http.server, sys
+print("kvsvc listening on 127.0.0.1:%d" % int(sys.argv[1]), flush=True)
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.BaseHTTPRequestHandler
+                       ).serve_forever()
+"""
+
+
+def test_a_subject_listening_elsewhere_is_told_so(tmp_path: Path) -> None:
+    """Bound to another port than the one it was given: the error says where it listens and
+    how to fix that, not to raise the startup timeout; its log line is whole."""
+    from perfpages.processes import free_port
+
+    other = free_port("127.0.0.1")
+    service = Service(spec(sys.executable, "-c", ELSEWHERE, str(other), startup_timeout_s=1.0),
+                      tmp_path / "s.log")
+    while service.port == other:  # the port it is given is another one
+        service.port = free_port("127.0.0.1")
+    with pytest.raises(ServiceError) as exc:
+        service.start()
+    message = str(exc.value)
+    assert f"listens on 127.0.0.1:{other}, not on port {service.port} it was given" in message
+    assert f"(last log line: kvsvc listening on 127.0.0.1:{other})" in message
+    assert "never passes the port: add {port}" in message
+    assert "startup timeout" not in message
+
+
+def test_one_line_errors_are_cut_between_words() -> None:
+    from perfpages.archive.reader import failure
+    from perfpages.archive.window import Window
+    from perfpages.errors import clip
+
+    line = "subject not healthy (last log line: kvsvc listening on 127.0.0.1:5678) — read it"
+    assert clip(line, 50) == "subject not healthy (last log line: kvsvc …"
+    assert clip(line, 200) == line and clip("x" * 80, 10) == "x" * 80
+    for limit in range(10, len(line)):
+        cut = clip(line, limit).removesuffix(" …")
+        assert line.startswith(cut) and line[len(cut)] == " "  # a whole word before the cut
+    error = "/tmp/" + "d" * 150 + "/s.log: " + line
+    windows = [Window("calls", "base", 1, {"call": "a"}, "", 0.0, status="failed",
+                      error=error)]
+    reason = failure(windows) or ""
+    assert "127.0.0.1:5678)" in reason and "127.0 " not in reason + " "

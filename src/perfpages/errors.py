@@ -34,6 +34,20 @@ class PerfpagesError(Exception):
         return text
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most about `limit` characters at a space, marked " …": never inside a
+    word or an address ("listening on 127.0" would name a wrong one). A single word longer
+    than `limit` is kept whole."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit + 1)
+    if cut <= 0:
+        cut = text.find(" ", limit)
+        if cut < 0:
+            return text
+    return text[:cut].rstrip() + " …"
+
+
 class Interrupted(PerfpagesError):
     """Ctrl-C or SIGTERM: the command stopped cleanly; exits 130 as shells expect."""
 

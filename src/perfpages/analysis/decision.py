@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from math import comb, isfinite, nan
+from math import comb, copysign, inf, isfinite, nan
 from statistics import median
 from typing import Any, Literal
 
@@ -117,6 +117,14 @@ class Cell:
         return self.min <= other.max and other.min <= self.max
 
 
+def percent_change(base: float, other: float) -> float:
+    """other against base, in percent; from 0 nothing changed (errors 0 → 0: 0 %) or the rise
+    has no size (0 → 3: +∞ %): never NaN, which no table, claim or page can print or compare."""
+    if base:
+        return (other / base - 1) * 100
+    return 0.0 if not other else copysign(inf, other)
+
+
 def false_positive_rate(n: int, m: int | None = None) -> float:
     """Chance that two samples of one distribution have disjoint ranges (either direction):
     the Mann–Whitney U = 0 rule, 2 / C(n+m, n); 5 rounds each: 2/252 ≈ 0.8 %."""
@@ -172,7 +180,7 @@ class Change:
     def ratio(self) -> float:
         if self.test is not None:
             return 1 + self.test.shift_pct / 100
-        return self.other.median / self.base.median if self.base.median else float("nan")
+        return 1 + percent_change(self.base.median, self.other.median) / 100
 
     @property
     def percent(self) -> float:

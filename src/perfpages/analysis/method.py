@@ -4,6 +4,7 @@ whether runs may be compared. What counts as clear is decided in `perfpages.anal
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from math import isfinite
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +25,43 @@ def _sign(value: float) -> str:
 
 
 def format_percent(value: float, digits: int | None = None) -> str:
-    """A change in percent: whole from 10 %, one decimal below, or `digits` decimals."""
+    """A change in percent: whole from 10 %, one decimal below, or `digits` decimals; a change
+    from 0 ("+∞ %") and one without a value ("n/a") print as such, never as a traceback."""
+    if value != value:
+        return "n/a"
+    if not isfinite(value):
+        return f"{_sign(value)}∞ %"
     if digits is None:
         digits = 0 if abs(value) >= 10 else 1
     return f"{_sign(value)}{abs(value):.{digits}f} %"
+
+
+MAX_PLACES = 6  # decimals a claim's message goes to before it stops telling values apart
+
+
+def places(text: str) -> int:
+    """The decimals a printed number shows: "+12 %" 0, "1.36 ms" 2."""
+    digits = text.split()[0].lstrip("+−±")
+    return len(digits.partition(".")[2])
+
+
+def typed_places(value: float) -> int:
+    """The decimals a bound was typed with: 19 → 0, 12.5 → 1, 0.05 → 2."""
+    exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+    return min(-exponent, MAX_PLACES) if isinstance(exponent, int) and exponent < 0 else 0
+
+
+def telling(value: float, bounds: Sequence[float], start: int) -> int:
+    """The fewest decimals from `start` at which `value` compares with every bound as its raw
+    value does: a claim's message never shows "+13.5 %" for a change of +13.52 % that fails
+    a bound of 13.5, nor "+10 %" for +9.96 % under a bound of 10."""
+    def side(x: float, b: float) -> int:
+        return (x > b) - (x < b)
+
+    for digits in range(start, MAX_PLACES + 1):
+        if all(side(round(value, digits), b) == side(value, b) for b in bounds):
+            return digits
+    return max(start, MAX_PLACES)
 
 
 def format_change(change: Change, digits: int | None = None, verdict: str | None = None) -> str:
@@ -43,6 +77,14 @@ def format_change(change: Change, digits: int | None = None, verdict: str | None
         low, high = (f"{_sign(v)}{abs(v):.{places}f}" for v in interval)
         shown.insert(0, f"{low}…{high} %")
     return f"{head} ({', '.join(shown)})" if shown else head
+
+
+def drifted(before: float, percent: float) -> str:
+    """How a warning says a floor moved: "drifted −12 %"; a floor that measured nothing before
+    its block has no drift to state."""
+    if before > 0:
+        return f"drifted {format_percent(percent)}"
+    return "measured nothing before the block"
 
 
 def format_resolution(value: float) -> str:
@@ -87,7 +129,10 @@ def _span(values: list[float], unit: str, digits: int | None) -> str:
     def one(v: float) -> str:
         return format_percent(v, digits) if unit == "%" else format_difference(v, unit, digits)
 
+    values = [v for v in values if v == v] or [float("nan")]  # NaN: "n/a", never a range end
     lo, hi = min(values), max(values)
+    if not (isfinite(lo) and isfinite(hi)):  # a change from 0 (±∞) or none: no rounding
+        return one(lo) if one(lo) == one(hi) else f"{one(lo)} to {one(hi)}"
     if unit == "%" and digits is None:  # the percent rule: whole numbers across a range
         if round(lo) == round(hi):
             return one(lo) if len(values) == 1 else one((lo + hi) / 2)

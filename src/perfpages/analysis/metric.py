@@ -16,12 +16,12 @@ class MetricInfo:
 
     def better(self, ratio: float) -> bool | None:
         """Whether a ratio of medians (other ÷ base) is an improvement."""
-        if self.higher_is_better is None or ratio == 1:
+        if self.higher_is_better is None or ratio == 1 or ratio != ratio:
             return None
         return (ratio > 1) == self.higher_is_better
 
 
-LATENCY_METRICS = (*PERCENTILES, "mean", "max")
+LATENCY_METRICS = (*PERCENTILES, "mean", "min", "max")
 # What a call costs (perfpages.run.cost; bytes from the load generator): tabled per block.
 COST_METRICS = ("cpu_ms", "pg_cpu_ms", "statements", "buffers_hit", "buffers_read",
                 "sent_bytes", "received_bytes")

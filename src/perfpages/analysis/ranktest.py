@@ -12,7 +12,7 @@ that are all positive are compared as logarithms, so a shift is a ratio (shown i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb, exp, inf, isfinite, log, nan, pi, sqrt
+from math import comb, copysign, exp, inf, isfinite, log, nan, pi, sqrt
 from statistics import median
 from typing import Any
 
@@ -88,7 +88,8 @@ def shift_test(base: list[float], other: list[float], *, paired: bool, alpha: fl
     def pct(v: float) -> float:
         if logged:
             return (exp(v) - 1) * 100
-        return v / middle * 100 if middle else (0.0 if v == 0 else nan)
+        # From a median of 0 (errors 0 → 3) a shift is no percentage of it: ±∞, never NaN.
+        return v / middle * 100 if middle else (0.0 if v == 0 else copysign(inf, v))
 
     return Test(p0, pct(shift), pct(lo), pct(hi), n,
                 min_p(len(x), len(y), paired=paired))

@@ -17,6 +17,7 @@ from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
 from perfpages.analysis.method import (
     block_metrics,
     check_comparable,
+    drifted,
     format_change,
     format_percent,
     format_range,
@@ -180,11 +181,11 @@ def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
             after = rows_m[rows_m["position"] == "after"]["value"]
             if before.empty or after.empty:
                 continue
-            ratio = float(after.median() / before.median())
             out.append({"block": block, "floor": kind, "metric": metric,
                         "before": float(before.median()), "after": float(after.median()),
                         "min": float(rows_m["value"].min()), "max": float(rows_m["value"].max()),
-                        "drift_percent": (ratio - 1) * 100,
+                        "drift_percent": decision.percent_change(float(before.median()),
+                                                                 float(after.median())),
                         "flagged": decision.drifted(Cell(tuple(map(float, before))),
                                                     Cell(tuple(map(float, after))), threshold)})
     return out
@@ -317,7 +318,7 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
         out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "
                    f"few rounds for a verdict ({have} < {group[0].min_rounds})")
     threshold = run.manifest.method.drift_threshold
-    out += [f"{d['block']}: the {floor_name(d)} floor drifted {format_percent(d['drift_percent'])} "
+    out += [f"{d['block']}: the {floor_name(d)} floor {drifted(d['before'], d['drift_percent'])} "
             f"({format_number(d['before'])}/s before the block, {format_number(d['after'])}/s "
             f"after), beyond the ±{threshold * 100:.0f} % threshold"
             for d in floors if d["flagged"]]
@@ -395,4 +396,15 @@ def drift_line(d: dict[str, Any]) -> str:
 
 
 def to_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """Strict JSON: a number with no finite value (a change from 0) is null, never NaN."""
+    return json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return certification.finite(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

@@ -16,7 +16,8 @@ from math import nan
 from typing import Any
 
 from perfpages.analysis.certification import Certificate
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.decision import percent_change
+from perfpages.analysis.method import drifted, format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.archive.preflight import line
 
@@ -63,7 +64,7 @@ class Floor:
 
     @property
     def percent(self) -> float:
-        return (self.after / self.before - 1) * 100
+        return percent_change(self.before, self.after)
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,9 @@ def decide(*, exact: bool, blocks: Iterable[str], preflights: Iterable[dict[str,
     for f in floors:
         if f.flagged:
             unit = info(f.metric).unit
-            out.append(Item(DRIFT, f.block, f"floor drifted {format_percent(f.percent)} "
-                            f"({format_number(f.before)} → {format_number(f.after)}{unit}) "
-                            "over the block", f.percent))
+            out.append(Item(DRIFT, f.block, f"floor {drifted(f.before, f.percent)} "
+                            f"({format_number(f.before)} → {format_number(f.after)}{unit})"
+                            + " over the block" * (f.before > 0), f.percent))
     blocks = list(blocks)
     if not exact:
         return _in_order(out, blocks) + [

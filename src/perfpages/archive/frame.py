@@ -40,7 +40,11 @@ def round_metrics(windows: list[Window]) -> dict[str, float]:
         out["errors"] = out.get("errors", 0.0) + failed_errors
     latencies = [w.latency for w in ok if w.latency is not None]
     if latencies:
-        out.update(Latency.merged(latencies).summary_ms())
+        merged = Latency.merged(latencies)
+        out.update(merged.summary_ms())
+        low = merged.min_ms()
+        if low is not None:  # the histogram's minimum: never archived beside the percentiles
+            out["min"] = low
     custom: dict[str, list[float]] = defaultdict(list)
     for w in ok:
         for name, value in w.metrics.items():

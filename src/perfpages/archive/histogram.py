@@ -71,6 +71,14 @@ class Latency:
         out["max"] = hdr.get_max_value() / 1000.0
         return out
 
+    def min_ms(self) -> float | None:
+        """The fastest value recorded (the lowest equivalent of its bucket, as hdrh gives the
+        minimum), in milliseconds: a latency floor such as a 40 ms Nagle delay. Computed from
+        the histogram, so every archived run has it; None when nothing was recorded."""
+        if self.count == 0:
+            return None
+        return self.hdr.get_min_value() / 1000.0
+
     def _buckets(self) -> tuple[Any, Any]:
         """The indexes of the non-empty buckets and their counts (numpy arrays)."""
         import numpy as np

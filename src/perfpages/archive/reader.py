@@ -26,7 +26,7 @@ from perfpages.archive.seal import (  # noqa: F401 (re-exported: the names reade
     sha256_file,
 )
 from perfpages.archive.window import Window, params_key
-from perfpages.errors import ArchiveError
+from perfpages.errors import ArchiveError, clip
 
 FLOOR_LABEL = "floor"  # floor windows (pgbench or /health straight) may use this undeclared label
 MAX_LINE_BYTES = 16 << 20  # one window of results.jsonl: real ones are under 4 KB
@@ -103,7 +103,7 @@ def failure(windows: Iterable[Window]) -> str | None:
         return None
     bad = [w for w in measured if w.status == "failed"]
     first = bad[0]
-    reason = (first.error or "no error recorded").strip().splitlines()[0][:200]
+    reason = clip((first.error or "no error recorded").strip().splitlines()[0], 300)
     return (f"{len(bad)} of {len(measured)} windows failed — first: {first.block}/{first.label}"
             f" {params_key(first.params)}: {reason}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,8 +30,17 @@ from perfpages.archive.reader import (
     verify,
 )
 from perfpages.archive.seal import LEGACY_NOTE, added_text
-from perfpages.cli.names import whole_number
+from perfpages.cli.names import program_name, whole_number
 from perfpages.errors import ArchiveError, Interrupted, PerfpagesError
+
+# A command named in a message ("`invoke bench.run --resume …`"), as the core words it.
+_INVOKE = re.compile(r"\binvoke (?=(?:bench|docs|loadgen)\.|init\b)")
+
+
+def as_called(text: str) -> str:
+    """The commands a message names as the user called this one: `perfpages bench.verify` under
+    `perfpages`, `invoke bench.verify` under invoke (the core's wording)."""
+    return _INVOKE.sub("perfpages ", text) if program_name() == "perfpages" else text
 
 
 def run_command(action: Callable[[Console], int], console: Console | None = None) -> int:
@@ -40,7 +50,7 @@ def run_command(action: Callable[[Console], int], console: Console | None = None
     try:
         return action(console)
     except PerfpagesError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(as_called(f"error: {exc}"), file=sys.stderr)
         return 130 if isinstance(exc, Interrupted) else 1
 
 
@@ -51,11 +61,12 @@ def run_suite(opts: Any, console: Console) -> int:
     run_dir = runner.run(opts, console)
     status = read_manifest(run_dir).status
     console.print(f"{status}: {run_dir}", highlight=False, markup=False, emoji=False)
-    console.print(f"report: invoke bench.report --run {run_dir.name} --results {run_dir.parent}",
+    console.print(as_called(f"report: invoke bench.report --run {run_dir.name} --results "
+                            f"{run_dir.parent}"),
                   highlight=False, markup=False, emoji=False)
     if status == "failed":  # archived, but nothing to cite: the command fails
-        print(f"error: run {run_dir.name} failed: {failure(open_run(run_dir).windows)}",
-              file=sys.stderr)
+        print(as_called(f"error: run {run_dir.name} failed: "
+                        f"{failure(open_run(run_dir).windows)}"), file=sys.stderr)
         return 1
     return 0
 
@@ -134,7 +145,7 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
     if fmt == "json":
         sys.stdout.write(report.to_json(data))
     elif fmt == "md":
-        sys.stdout.write(report.to_markdown(data))
+        sys.stdout.write(as_called(report.to_markdown(data)))
     else:
         print_terminal(data, console)
     if fail_on != "loss" or not data["losses"]:
@@ -341,5 +352,5 @@ def seal_run(results_dir: Path, ref: str, console: Console) -> int:
 def print_cite(results_dir: Path, ref: str, site_url: str) -> int:
     """The cite block; `site_url` is "" when none is configured, and the block has no link."""
     run = open_run(resolve(results_dir, ref))
-    sys.stdout.write(cite(run, site_url))
+    sys.stdout.write(as_called(cite(run, site_url)))
     return 0

@@ -25,7 +25,7 @@ from typing import Any
 
 from yarl import URL
 
-from perfpages.errors import Interrupted, PerfpagesError
+from perfpages.errors import Interrupted, PerfpagesError, clip
 from perfpages.loadgen.generator import LoadResult, merge_parts
 from perfpages.loadgen.spec import Load
 from perfpages.processes import die_with_parent, free_port
@@ -197,7 +197,7 @@ def _last_line(tmp: str, name: str) -> str:
                  if line.strip() and not line.startswith(" ")]
     except OSError:
         return "no log"
-    return lines[-1][:300] if lines else "no output"
+    return clip(lines[-1], 300) if lines else "no output"
 
 
 def parse_master(text: str) -> tuple[str, int]:

@@ -29,7 +29,7 @@ from perfpages.archive.manifest import Method
 from perfpages.archive.reader import path_part as slug
 from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
-from perfpages.errors import PerfpagesError
+from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen.spec import Load
 from perfpages.run.blocks import Session, Step, case_groups
@@ -138,7 +138,7 @@ class Pair:
             if not self.archived(name, case):
                 self.duet.session.append(self.writer, Window(
                     self.block.name, name, self.rnd, dict(case.params), start, 0.0,
-                    window=self.window_of(name, 0), status="failed", error=error[:300],
+                    window=self.window_of(name, 0), status="failed", error=clip(error, 300),
                     errors=1))
 
     def start(self, env: dict[str, str]) -> list[Service]:

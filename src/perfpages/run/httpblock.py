@@ -29,7 +29,7 @@ from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.reader import path_part as slug
 from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
-from perfpages.errors import PerfpagesError
+from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
@@ -271,7 +271,7 @@ class HttpBlocks:
     def _failed(self, writer: ArchiveWriter, block: HttpBlockSpec, label: str, rnd: int,
                 case: HttpCase, start: str, error: str, attempt: int = 1) -> None:
         self.session.append(writer, Window(block.name, label, rnd, dict(case.params), start, 0.0,
-                                           status="failed", error=error[:300], errors=1,
+                                           status="failed", error=clip(error, 300), errors=1,
                                            attempt=attempt))
 
     def _engine(self, block: HttpBlockSpec, load: Load,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from perfpages.errors import PerfpagesError
+from perfpages.errors import PerfpagesError, clip
 from perfpages.processes import die_with_parent, free_port
 
 
@@ -36,12 +37,34 @@ class ServiceSpec:
     cwd: Path | None = None  # None: the label's working directory under the run's temp dir
 
 
-def _last_line(path: Path) -> str:
+# A line where a server says where it listens ("listening on 127.0.0.1:8000", gunicorn's
+# "Listening at: http://0.0.0.0:8000", uvicorn's "running on http://[::1]:8000"), and the
+# address in it; other lines may name other addresses (the database's).
+_LISTENS = re.compile(r"listen|running on|serving|bound|bind", re.IGNORECASE)
+_ADDRESS = re.compile(r"(?<![\w.:])((?:\d{1,3}\.){3}\d{1,3}|localhost|\[[0-9a-fA-F:]+\]|"
+                      r"[\w-]+(?:\.[\w-]+)*):(\d{1,5})\b")
+
+
+def _lines(path: Path) -> list[str]:
     try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        return [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
-        return ""
-    return lines[-1].strip()[:200] if lines else ""
+        return []
+
+
+def _last_line(path: Path) -> str:
+    lines = _lines(path)
+    return clip(lines[-1], 200) if lines else ""
+
+
+def listening_elsewhere(log: str, port: int) -> str | None:
+    """The address a subject's log says it listens on when that is not `port`; None when it
+    names none, or names `port` too."""
+    found = [m.group(0) for line in log.splitlines() if _LISTENS.search(line)
+             for m in _ADDRESS.finditer(line)]
+    if not found or any(a.rsplit(":", 1)[1] == str(port) for a in found):
+        return None
+    return found[-1]
 
 
 class Service:
@@ -95,6 +118,15 @@ class Service:
                 return
             time.sleep(0.05)
         self.stop()
+        elsewhere = listening_elsewhere("\n".join(_lines(self.log_path)), self.port)
+        if elsewhere is not None:
+            given = "{port}" in " ".join(self.spec.command) or self.spec.port
+            raise ServiceError(
+                f"{self.spec.name} listens on {elsewhere}, not on port {self.port} it was given "
+                f"(last log line: {_last_line(self.log_path)})", where=self.log_path,
+                fix="the subject ignores the port its command passes: make it listen on "
+                "{port} (perfpages probes only that port)" if given else "its command never "
+                "passes the port: add {port} to it, e.g. --bind {host}:{port}")
         raise ServiceError(
             f"{self.spec.name} not healthy at {self.url}{self.spec.health_path} after "
             f"{self.spec.startup_timeout_s:g} s (last log line: "

@@ -20,6 +20,9 @@ from perfpages.analysis.method import (
     format_percent,
     format_range,
     format_resolution,
+    places,
+    telling,
+    typed_places,
 )
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
@@ -136,7 +139,9 @@ class Conditions:
             ok &= c.better is gain and (c.clear or not clear) and (
                 by is None or decision.within(abs(c.percent), by, float("inf")))
             judged.append(Judged(f.run, f.block, c, res, by, clear))
-            items.append(f"{_where(f, base)}: {format_change(c, verdict=verdict(c))}")
+            shown = None if by is None else telling(abs(c.percent), [by], places(
+                format_percent(c.percent)))
+            items.append(f"{_where(f, base)}: {format_change(c, shown, verdict(c))}")
         word = "gain" if gain else "loss"
         base, other = side_text(base), side_text(other)
         expected = (f"a clear {word} of {other} over {base} in every cell" if clear else
@@ -150,29 +155,44 @@ class Conditions:
                 metric: str = "throughput", *, absolute: bool = False, unit: str | None = None,
                 digits: int | None = None, **filters: Any) -> Condition:
         """Every cell's change of `other` over `base` within [low, high] percent, or with
-        absolute=True their difference within [low, high] in `unit`."""
+        absolute=True their difference within [low, high] in `unit`. Exact bounds (low ==
+        high) hold within half a unit of the last decimal they print with."""
         factor, shown = scale(metric, unit)
         if unit is not None and not absolute:
             raise AnalysisError("unit= needs absolute=True: a change in percent has none")
 
-        def shown_value(value: float) -> str:
-            return format_difference(value, shown, digits) if absolute else \
-                format_percent(value, digits)
+        def shown_value(value: float, places: int | None = digits) -> str:
+            return format_difference(value, shown, places) if absolute else \
+                format_percent(value, places)
 
+        def bound_places(bound: float) -> int:  # as typed, at least as the page prints it
+            return digits if digits is not None else max(typed_places(bound),
+                                                         places(shown_value(bound)))
+
+        tolerance = 0.5 * 10.0 ** -bound_places(low) if low == high else 0.0
+        band = (low - tolerance, high + tolerance)
         items, ok, judged = [], True, []
         for f, c, res in self._changes(base, other, metric, filters):
             value = c.difference * factor if absolute else c.percent
-            ok &= decision.within(value, low, high)
+            ok &= decision.within(value, *band)
             # The band's width, in percent of this cell's base (an absolute band too).
-            width = (high - low) / abs(c.base.median * factor) * 100 if absolute else high - low
+            width = band[1] - band[0]
+            if absolute and c.base.median:
+                width = width / abs(c.base.median * factor) * 100
             judged.append(Judged(f.run, f.block, c, res, width if c.base.median else None))
-            items.append(f"{_where(f, base)}: {shown_value(value)}")
+            start = digits if digits is not None else max(
+                places(shown_value(value)), bound_places(low), bound_places(high))
+            items.append(f"{_where(f, base)}: {shown_value(value, telling(value, band, start))}")
         what = "difference" if absolute else "change"
-        bounds = (f"bounds {shown_value(low)}–{shown_value(high)}" if absolute else
+        low_text, high_text = (shown_value(b, bound_places(b)) for b in (low, high))
+        expected = f"between {low_text} and {high_text} ({metric})"
+        if low == high:  # exact: as printed
+            expected = (f"of {low_text} ({metric}; within "
+                        f"±{format_number(tolerance, bound_places(low) + 1)}, as printed)")
+        bounds = (f"bounds {low_text}–{high_text}" if absolute else
                   f"bounds {text(low)}–{text(high)} %")
-        return bounded(ok, f"a {what} of {side_text(other)} over {side_text(base)} between "
-                           f"{shown_value(low)} and {shown_value(high)} ({metric})", items,
-                       judged, bounds)
+        return bounded(ok, f"a {what} of {side_text(other)} over {side_text(base)} {expected}",
+                       items, judged, bounds)
 
     def below(self, metric: str, limit: float, *, unit: str | None = None,
               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
@@ -189,14 +209,18 @@ class Conditions:
         if stat not in ("median", "min", "max"):
             raise AnalysisError(f"stat must be median, min or max, not {stat!r}")
         factor, shown_unit = scale(metric, unit)
+        shown = digits if digits is not None else max(
+            typed_places(limit), places(format_value(limit, shown_unit)))
         items, ok = [], True
         for f in self.pins.select(metric=metric, **filters):
             value = getattr(f.cell, stat) * factor
             ok &= decision.beyond(value, limit, below=below)
-            items.append(f"{f.describe()}: {format_value(value, shown_unit, digits)}")
+            start = digits if digits is not None else places(format_value(value, shown_unit))
+            items.append(f"{f.describe()}: "
+                         f"{format_value(value, shown_unit, telling(value, [limit], start))}")
         word = "below" if below else "above"
         what = metric if stat == "median" else f"{metric} ({stat} of the rounds)"
-        return Condition(ok, f"{what} {word} {format_value(limit, shown_unit, digits)} in every "
+        return Condition(ok, f"{what} {word} {format_value(limit, shown_unit, shown)} in every "
                              "cell", _listing(items))
 
     def overlap(self, base: Side, other: Side, metric: str = "throughput",

@@ -94,7 +94,7 @@ class Drift:
 
     @property
     def percent(self) -> float:
-        return (self.after.median / self.before.median - 1) * 100
+        return decision.percent_change(self.before.median, self.after.median)
 
     @property
     def flagged(self) -> bool:

@@ -6,6 +6,7 @@ MkDocs plugin, and then collects, with no test file in the repository:
 
 - an item per claim of every page under docs/ (`docs/perf/v1.md:14::claim`), failing with the
   build's message; a page whose pins or macros are broken is one failing item (`…::page`);
+- a failing item per page with hand-typed figures (`…::lint`), the build's lint lines;
 - an item per versioned page (`v<N>.md`, `v<N>/index.md`) comparing what it renders, byte for
   byte, with its snapshot (`…::snapshot`); PERFPAGES_UPDATE_GOLDEN=1 writes the snapshots;
 - in a run of the whole suite, an item per snapshot whose page is gone (`…::orphan`).
@@ -244,6 +245,11 @@ class PageFile(pytest.File):
                                           claim=claim)
             item.extra_keyword_matches.add(where)
             yield item
+        # The build's hand-typed-figure lint (its warnings that are no claim's): one item.
+        failed = {claim.message for claim in rendered.claims}
+        lint = [w for w in rendered.warnings if w not in failed]
+        if lint:
+            yield PageError.from_parent(self, name="lint", error="\n".join(lint))
         snapshot = site.versioned().get(self.path)
         # A page that pins no run states no data (it renders as written): nothing to guard yet.
         if snapshot is not None and rendered.pins_runs:

@@ -332,11 +332,14 @@ class RunPages:
                         write_text_atomic(copies, json.dumps(texts))
                     write_text_atomic(noted, short)
                     write_text_atomic(cache, text)  # never half a page for the next build
-        except PerfpagesError as exc:
+        except Exception as exc:  # one odd run never stops every build: a line, not a traceback
+            problem = str(exc) if isinstance(exc, PerfpagesError) else (
+                f"{run_dir}: its page could not be rendered ({type(exc).__name__}: {exc}) — "
+                "a perfpages bug: report it with this run; the other pages are built")
             text = (f"---\ntitle: {json.dumps(html.escape(run_dir.name))}\n---\n\n"
                     f"# Run {escape.md(run_dir.name)}\n\n!!! failure \"Unreadable run\"\n\n"
-                    f"    {escape.md(exc)}\n")
-            return RunEntry(run_dir.name, text, problem=str(exc))
+                    f"    {escape.md(problem)}\n")
+            return RunEntry(run_dir.name, text, problem=problem)
         return RunEntry(run_dir.name, text, _site_files(run_dir), manifest, texts=texts,
                         warnings=short)
 
