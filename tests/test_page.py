@@ -37,6 +37,16 @@ def test_code_is_set_aside_line_for_line() -> None:
     assert restore(protected, saved) == body
 
 
+def test_a_code_span_in_a_macro_argument_stays_the_macro_s_text() -> None:
+    """A claim's sentence may hold a code span: it reaches the macro as typed (set aside, it
+    came back as a bare token number); a code span showing a macro is still set aside."""
+    body = 'x {{ claim("runs `RESET ALL` now", c()) }} and `{{ table() }}` and `y`\n'
+    protected, saved = protect(body)
+    assert '"runs `RESET ALL` now"' in protected
+    assert "{{ table() }}" not in protected and saved == ["`{{ table() }}`", "`y`"]
+    assert restore(protected, saved) == body
+
+
 def test_split_counts_front_matter_lines() -> None:
     meta, body, offset = split("---\nruns:\n  a: b\n---\n\n\n# Title\n")
     assert meta == {"runs": {"a": "b"}}

@@ -32,6 +32,7 @@ FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
 CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
 TOKEN = "\x00{}\x00"
 CLAIM_MARK = re.compile("\x01(\\d+)\x01")
+MACRO_CALL = re.compile(r"(\{\{.*?\}\})")
 LATER = "\x02{}\x02"  # a macro over the whole page (verdicts, certification), filled in last
 LATER_MARK = re.compile("\x02(\\d+)\x02")
 GUIDE = "see docs/guide/pages.md"
@@ -103,8 +104,18 @@ def protect(body: str) -> tuple[str, list[str]]:
         saved.append(text)
         return TOKEN.format(len(saved) - 1)
 
+    def spans(line: str) -> str:
+        """Code spans set aside, except one inside a macro's arguments (a claim's sentence
+        may hold one): that is the macro's text. A code span showing a macro is kept."""
+        calls = [m.span() for m in MACRO_CALL.finditer(line)]
+
+        def inside(m: re.Match[str]) -> bool:
+            return any(a < m.start() and m.end() < b for a, b in calls)
+
+        return CODE_SPAN.sub(lambda m: m.group(0) if inside(m) else keep(m.group(0)), line)
+
     lines = body.split("\n")
-    out = [keep(line) if code else CODE_SPAN.sub(lambda s: keep(s.group(0)), line)
+    out = [keep(line) if code else spans(line)
            for line, code in zip(lines, lint.fenced(lines), strict=True)]
     return "\n".join(out), saved
 
@@ -220,7 +231,9 @@ def macro_names() -> frozenset[str]:
 def _sentence(claim: Claim) -> str:
     css = "perfpages-claim" + ("" if claim.holds else " perfpages-claim-failed")
     title = escape.md(f"checked: {claim.condition.expected}")
-    return f'<span class="{css}" title="{title}">{escape.md(claim.sentence)}</span>'
+    # A code span typed in the sentence stays one (the rest is plain text, escaped).
+    text = re.sub("&#96;(.+?)&#96;", r"<code>\1</code>", escape.md(claim.sentence))
+    return f'<span class="{css}" title="{title}">{text}</span>'
 
 
 def _environment(path: str, text: str) -> jinja2.Environment:
