@@ -141,7 +141,7 @@ def test_a_corrupted_file_is_named_and_nothing_is_written(
 
 @pytest.mark.parametrize(("status", "says"), [
     ("partial", f"a partial run is not sealed (only complete runs are) — complete it first "
-                f"with `invoke bench.run --resume {SKY}`"),
+                f"with `perfpages bench.run --resume {SKY}`"),
     ("failed", "a failed run is not sealed (only complete runs are) — a failed run is never "
                "sealed: archive a new run"),
 ])
