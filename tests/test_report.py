@@ -110,6 +110,29 @@ def test_compare_across_runs_checks_comparability(tmp_path: Path, monkeypatch: p
     assert code == 0
     assert data["labels"] == [f"{RUN}:v1.1", "2026-11-02-synthetic-bigbox:v1.1"]
     assert data["changes"]["rows"] and any("machine.cores" in n for n in data["notes"])
+    # Both runs, both machines, both floors; the rounds were never interleaved, and said so.
+    other = "2026-11-02-synthetic-bigbox"
+    assert [(r["run"], r["machine"].split(", ")[1]) for r in data["runs"]] == [
+        (RUN, "2 cores"), (other, "20 cores")]
+    assert all(r["floors"] for r in data["runs"])
+    assert {d["run"] for d in data["drift"]} == {RUN, other}
+    assert "never interleaved" in data["method"] and "3 interleaved rounds" not in data["method"]
+    assert sum(w.startswith("not interleaved:") for w in data["warnings"]) == 1
+    assert console.print_report(tmp_path, None, compare, "md", None, Console(), True) == 0
+    md = capsys.readouterr().out
+    assert f"- {RUN}: " in md and f"- {other}: " in md and "20 cores" in md
+    assert f"- {RUN} / callers: tps floor" in md and f"- {other} / callers: tps floor" in md
+
+
+def test_labels_of_one_run_named_as_run_and_label_stay_interleaved(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--compare RUN:a,RUN:b` names two labels of one run: their rounds were interleaved, and
+    the report says nothing else."""
+    code = console.print_report(RESULTS, None, f"{RUN}:v1.0,{RUN}:v1.1", "json", None, Console())
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert "interleaved rounds" in data["method"] and "never" not in data["method"]
+    assert not any(w.startswith("not interleaved") for w in data["warnings"])
 
 
 @pytest.mark.parametrize(("speed", "flagged"), [(1.0, False), (1.3, True)])

@@ -3,7 +3,7 @@ whether runs may be compared. What counts as clear is decided in `perfpages.anal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from math import isfinite
 from typing import TYPE_CHECKING, Any
@@ -197,6 +197,16 @@ def change(frame: pd.DataFrame, *, block: str, base: str, other: str, metric: st
            params: dict[str, Any] | None = None, rule: Rule = RANGES) -> Change:
     return Change(metric, cell(frame, block=block, label=base, metric=metric, params=params),
                   cell(frame, block=block, label=other, metric=metric, params=params), rule)
+
+
+def machine_text(machine: Mapping[str, Any]) -> str:
+    """"AMD EPYC 7B13, 2 cores, 24 GiB": what a reader needs to tell two machines apart."""
+    parts = [str(machine.get("cpu") or "an unknown CPU")]
+    if machine.get("cores"):
+        parts.append(f"{machine['cores']} core{'s' * (machine['cores'] != 1)}")
+    if isinstance(machine.get("memory_gib"), int | float):
+        parts.append(f"{machine['memory_gib']:g} GiB")
+    return ", ".join(parts)
 
 
 def fingerprint_differences(a: Manifest, b: Manifest) -> list[str]:

@@ -9,14 +9,14 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import certification, decision, noise, saturation
+from perfpages.analysis import certification, crossrun, decision, noise, saturation
 from perfpages.analysis import changes as changes_table
 from perfpages.analysis.changes import cell_text, changes, metric_header
 from perfpages.analysis.changes import frame_cells as _cells
+from perfpages.analysis.crossrun import Cross
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
 from perfpages.analysis.method import (
     block_metrics,
-    check_comparable,
     drifted,
     format_change,
     format_percent,
@@ -191,32 +191,17 @@ def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def cross_run(sides: list[tuple[Run, str]], allow_mixed: bool = False) -> tuple[pd.DataFrame,
-                                                                              list[str], list[str]]:
-    """One frame holding one label of each run, named RUN:LABEL, after the comparability check."""
-    runs = list({run.id: run for run, _ in sides}.values())
-    differences = check_comparable([r.manifest for r in runs], allow=allow_mixed)
-    parts, names = [], []
-    for run, label in sides:
-        if label not in run.manifest.labels:
-            raise AnalysisError(f"no label {label!r} in run {run.id}",
-                                fix=f"choose among: {', '.join(run.manifest.labels)}")
-        frame = load(run)
-        frame = frame[frame["label"] == label].assign(label=f"{run.id}:{label}")
-        parts.append(frame)
-        names.append(f"{run.id}:{label}")
-    return pd.concat(parts, ignore_index=True), names, differences
-
-
 def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | None = None,
-          cross: tuple[pd.DataFrame, list[str], list[str]] | None = None) -> dict[str, Any]:
+          cross: Cross | None = None) -> dict[str, Any]:
     """Everything `bench report` prints, as plain data (the json format is exactly this).
 
-    `cross` (from cross_run) replaces the run's own labels with labels of several runs."""
+    `cross` (from crossrun.cross_run) replaces the run's own labels with labels of several
+    runs: each run is then shown with its machine and floors, and every verdict with the
+    caveat that their rounds were not interleaved."""
     m = run.manifest
     differences: list[str] = []
     if cross:
-        frame, labels, differences = cross
+        frame, labels, differences = cross.frame, cross.labels, cross.differences
         pairs = [(labels[0], other) for other in labels[1:]]
     else:
         frame = load(run)
@@ -235,7 +220,12 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     if frame.empty or frame[frame["kind"] == "measure"].empty:
         raise AnalysisError(f"run {m.id} has no measurement windows", fix="archive a new run")
     found = changes(run, frame, pairs, rule)
-    floors, knees = drift(run, frame), saturation.knees(frame)
+    knees = saturation.knees(frame)
+    if cross:  # each run's floors from its own windows (the frame holds one label of each)
+        per_run = {r.id: drift(r, load(r)) for r in cross.runs}
+        floors = [{**d, "run": run_id} for run_id, ds in per_run.items() for d in ds]
+    else:
+        floors = drift(run, frame)
     sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
     # An A/A pair's clear difference is the machine's noise, flagged in the noise floor: never a
     # loss that fails CI (with 3 rounds, 1 comparison in 10 would).
@@ -248,12 +238,16 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     generator = generator_cpu(frame) if not cross else []
     busy = load_warnings(checks, shared) + [generator_line(x) for x in generator if x["busy"]]
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
-    flagged = list(run.notes) + [noise_line(r) for r in aa if r.clear] + [
+    notes = list(run.notes) if not cross else crossrun.warnings(cross)
+    flagged = notes + [noise_line(r) for r in aa if r.clear] + [
         f"mixed runs allowed: {d}" for d in differences] + busy
     return {
-        "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
-        "started": m.started, "ended": m.ended, "labels": labels,
-        "method": method_text(m.method.rounds, m.method.order, rule),
+        "run": m.id, "title": crossrun.title(cross) if cross else m.title, "suite": m.suite,
+        "scope": m.scope, "status": m.status, "started": m.started, "ended": m.ended,
+        "labels": labels,
+        **({"runs": crossrun.runs(cross, per_run)} if cross else {}),
+        "method": (crossrun.method_text(cross, rule) if cross
+                   else method_text(m.method.rounds, m.method.order, rule)),
         "tables": [t.to_json() for t in block_tables(run, frame, labels)],
         "changes": table,
         **({"certification": [c.to_json() for c in certified]} if rule.exact else {}),
@@ -267,10 +261,11 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "preflight": checks,
         "machine_load": shared,
         "generator": generator,
-        "notes": list(run.notes) + [noise_line(r) for r in aa]
+        "notes": notes + [noise_line(r) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],
-        "warnings": warnings(run, frame, found, [] if rule.exact else floors, knees) + flagged,
+        "warnings": warnings(run, frame, found, [] if rule.exact else floors, knees,
+                             scope=not cross) + flagged,
         "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                    if c.clear and c.better is False and pair not in twins],
     }
@@ -294,10 +289,13 @@ BAD = {"failed_windows": "failed windows", "errors": "errors", "non_2xx": "non-2
 
 
 def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Change]],
-             floors: list[dict[str, Any]], knees: list[dict[str, Any]]) -> list[str]:
+             floors: list[dict[str, Any]], knees: list[dict[str, Any]],
+             scope: bool = True) -> list[str]:
     """Everything the report flags, a line each, from the data rather than from the printed
-    text: `bench report` ends with them and `bench cite` carries them into a pull request."""
-    out = [SCOPE_WARNINGS[run.manifest.scope]] if run.manifest.scope in SCOPE_WARNINGS else []
+    text: `bench report` ends with them and `bench cite` carries them into a pull request.
+    (`scope=False`: the runs' scopes are stated elsewhere, per run.)"""
+    out = ([SCOPE_WARNINGS[run.manifest.scope]]
+           if scope and run.manifest.scope in SCOPE_WARNINGS else [])
     bad: dict[tuple[str, str], dict[str, Any]] = {}  # (block, label) -> totals, parameter sets
     for (block, pkey, label, metric), c in _cells(frame[frame["metric"].isin(BAD)]).items():
         if c.max > 0:
@@ -318,7 +316,8 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
         out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "
                    f"few rounds for a verdict ({have} < {group[0].min_rounds})")
     threshold = run.manifest.method.drift_threshold
-    out += [f"{d['block']}: the {floor_name(d)} floor {drifted(d['before'], d['drift_percent'])} "
+    out += [f"{_of_run(d)}{d['block']}: the {floor_name(d)} floor "
+            f"{drifted(d['before'], d['drift_percent'])} "
             f"({format_number(d['before'])}/s before the block, {format_number(d['after'])}/s "
             f"after), beyond the ±{threshold * 100:.0f} % threshold"
             for d in floors if d["flagged"]]
@@ -349,9 +348,13 @@ def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
 def to_markdown(data: dict[str, Any]) -> str:
     """The report as Markdown; every text from the archive is escaped (text.prose), so a
     title or label reads as typed, never as markup."""
-    out = [f"# {prose(data['title'])}", "",
-           f"Run `{data['run']}` ({data['scope']}, {data['status']}), started "
-           f"{prose(data['started'])}.", "", f"Method: {prose(data['method'])}.", ""]
+    out = [f"# {prose(data['title'])}", ""]
+    if data.get("runs"):
+        out += ["Runs:", "", *[f"- {prose(crossrun.run_line(r))}" for r in data["runs"]], ""]
+    else:
+        out += [f"Run `{data['run']}` ({data['scope']}, {data['status']}), started "
+                f"{prose(data['started'])}.", ""]
+    out += [f"Method: {prose(data['method'])}.", ""]
     for table in data["tables"]:
         out += [f"## {prose(table['title'])}", "", *_md_table(table["columns"], table["rows"]),
                 ""]
@@ -391,8 +394,14 @@ def floor_name(d: dict[str, Any]) -> str:
 
 def drift_line(d: dict[str, Any]) -> str:
     flag = f" {WARN} drift beyond the threshold" if d["flagged"] else ""
-    return (f"- {d['block']}: {floor_name(d)} floor {format_number(d['before'])}/s before, "
+    return (f"- {_of_run(d)}{d['block']}: {floor_name(d)} floor "
+            f"{format_number(d['before'])}/s before, "
             f"{format_number(d['after'])}/s after ({format_percent(d['drift_percent'])}){flag}")
+
+
+def _of_run(d: dict[str, Any]) -> str:
+    """A floor of one run among several is named by its run."""
+    return f"{d['run']} / " if d.get("run") else ""
 
 
 def to_json(data: dict[str, Any]) -> str:

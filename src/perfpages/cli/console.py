@@ -15,7 +15,7 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from perfpages.analysis import report, saturation
+from perfpages.analysis import crossrun, report, saturation
 from perfpages.analysis.cite import cite
 from perfpages.analysis.method import format_percent
 from perfpages.archive.files import Size
@@ -138,7 +138,7 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
         main = open_run(resolve(results_dir, ref))
         chosen = [side or (main, label) for side, label in zip(sides, pair or (), strict=True)]
         run = chosen[0][0]
-        data = report.build(run, None, rounds, cross=report.cross_run(chosen, allow_mixed))
+        data = report.build(run, None, rounds, cross=crossrun.cross_run(chosen, allow_mixed))
     else:
         run = open_run(resolve(results_dir, ref))
         data = report.build(run, pair, rounds)
@@ -261,8 +261,13 @@ def _highlight(text: str) -> Text:
 
 
 def print_terminal(data: dict[str, Any], console: Console) -> None:
-    console.print(Text.assemble((data["title"], "bold"), f"  ({data['run']}, {data['scope']}, "
-                                f"{data['status']})"))
+    if data.get("runs"):  # labels of several runs: each run, its machine
+        console.print(Text(data["title"], "bold"))
+        for entry in data["runs"]:
+            console.print(_escape(f"- {crossrun.run_line(entry)}"))
+    else:
+        console.print(Text.assemble((data["title"], "bold"), f"  ({data['run']}, "
+                                    f"{data['scope']}, {data['status']})"))
     console.print(_escape(f"Method: {data['method']}."))
     for table in data["tables"]:
         console.print(_rich(table["title"], table["columns"], table["rows"], 2, console))

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from perfpages.analysis import warnings
 from perfpages.analysis.decision import Rule
+from perfpages.analysis.method import machine_text
 from perfpages.analysis.warnings import Floor, Item, Pair, Windows
 from perfpages.archive import preflight
 from perfpages.archive.writer import write_text_atomic
@@ -95,15 +96,6 @@ def machine_short(machine: Mapping[str, Any]) -> str:
     return f"{machine.get('cpu') or 'unknown CPU'}" + (f" ×{cores}" if cores else "")
 
 
-def _machine_long(machine: Mapping[str, Any]) -> str:
-    parts = [str(machine.get("cpu") or "an unknown CPU")]
-    if machine.get("cores"):
-        parts.append(f"{machine['cores']} core{'s' * (machine['cores'] != 1)}")
-    if isinstance(machine.get("memory_gib"), int | float):
-        parts.append(f"{machine['memory_gib']:g} GiB")
-    return ", ".join(parts)
-
-
 def _link(alias: str, run_id: str, page_src: str | None, run_pages: str | None) -> str:
     if page_src is None or run_pages is None:
         return escape.code(alias)
@@ -142,10 +134,10 @@ def machine(runs: Mapping[str, Loaded]) -> str:
         aliases = next(iter(groups.values()))
         named = ", ".join(escape.code(a) for a in aliases)
         m = next(iter(runs.values())).manifest.machine
-        return (f"Measured on {escape.md(_machine_long(m))} "
+        return (f"Measured on {escape.md(machine_text(m))} "
                 f"(run{'s' * (len(aliases) > 1)} {named}).\n\n")
     each = "; ".join(", ".join(escape.code(a) for a in aliases) + " on "
-                     + escape.md(_machine_long(runs[aliases[0]].manifest.machine))
+                     + escape.md(machine_text(runs[aliases[0]].manifest.machine))
                      for aliases in groups.values())
     return ('!!! warning "Different machines"\n\n'
             f"    These runs come from different machines: {each}. Figures from different "

@@ -1,0 +1,103 @@
+"""Labels of several runs in one report (`bench report --compare RUN:a,RUN2:b`): their windows
+side by side, and first what a reader must know — the rounds were never interleaved, and each run
+has its own machine, floors and warnings, all shown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from perfpages.analysis.decision import Rule
+from perfpages.analysis.method import check_comparable, machine_text
+from perfpages.archive.frame import load
+from perfpages.archive.reader import Run
+from perfpages.errors import AnalysisError
+
+SCOPES = {"quick": "a quick run (the suite's reduced sizes)",
+          "test": "a test run (a tiny run made by tests, not a measurement)"}
+
+
+@dataclass(frozen=True)
+class Cross:
+    """One frame holding one label of each run, named RUN:LABEL; the runs in order of first
+    mention; how their fingerprints differ (allowed by --allow-mixed)."""
+
+    frame: pd.DataFrame
+    labels: list[str]
+    differences: list[str]
+    runs: list[Run]
+
+
+def cross_run(sides: list[tuple[Run, str]], allow_mixed: bool = False) -> Cross:
+    """The labels `sides` names, after the comparability check."""
+    runs = list({run.id: run for run, _ in sides}.values())
+    differences = check_comparable([r.manifest for r in runs], allow=allow_mixed)
+    parts, names = [], []
+    for run, label in sides:
+        if label not in run.manifest.labels:
+            raise AnalysisError(f"no label {label!r} in run {run.id}",
+                                fix=f"choose among: {', '.join(run.manifest.labels)}")
+        frame = load(run)
+        parts.append(frame[frame["label"] == label].assign(label=f"{run.id}:{label}"))
+        names.append(f"{run.id}:{label}")
+    return Cross(pd.concat(parts, ignore_index=True), names, differences, runs)
+
+
+def interleaved(cross: Cross) -> bool:
+    """Whether the labels' rounds were interleaved: only when they all come from one run."""
+    return len(cross.runs) == 1
+
+
+def title(cross: Cross) -> str:
+    titles = list(dict.fromkeys(r.manifest.title for r in cross.runs))
+    return " · ".join(titles)
+
+
+def method_text(cross: Cross, rule: Rule) -> str:
+    """The method as it applies across runs: each run's own rounds, never interleaved."""
+    if interleaved(cross):
+        m = cross.runs[0].manifest.method
+        return (f"labels of one run, {m.rounds} interleaved rounds ({m.order}); a change is "
+                f"decided by the {rule.text()}")
+    each = " and ".join(f"{r.id} ({r.manifest.method.rounds} rounds, started "
+                        f"{r.manifest.started})" for r in cross.runs)
+    return (f"labels of {len(cross.runs)} runs whose rounds were never interleaved: {each}; a "
+            f"cell is the median of its own run's windows with its min–max range; a change is "
+            f"decided by the {rule.text()}, as if the rounds had been interleaved")
+
+
+def caveat(cross: Cross) -> list[str]:
+    """The warning every cross-run verdict carries (none for labels of one run)."""
+    if interleaved(cross):
+        return []
+    return [f"not interleaved: the rounds of {', '.join(r.id for r in cross.runs)} ran at "
+            f"different times, so a verdict also carries whatever changed between the runs (the "
+            f"machine's speed, its load), not only the builds; interleave them in one run to "
+            f"decide (bench.run with both labels)"]
+
+
+def warnings(cross: Cross) -> list[str]:
+    """Each run's own scope and notes, named by run: the report's warnings for the first run
+    alone would hide the others'."""
+    out = caveat(cross)
+    for run in cross.runs:
+        m = run.manifest
+        if m.scope in SCOPES:
+            out.append(f"{run.id}: {SCOPES[m.scope]}")
+        out += [f"{run.id}: {note}" for note in run.notes]
+    return out
+
+
+def runs(cross: Cross, floors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A line's worth per run: what, when, where, and its floors (`floors` by run id)."""
+    return [{"run": r.id, "title": r.manifest.title, "scope": r.manifest.scope,
+             "status": r.manifest.status, "started": r.manifest.started,
+             "rounds": r.manifest.method.rounds, "machine": machine_text(r.manifest.machine),
+             "floors": floors.get(r.id, [])} for r in cross.runs]
+
+
+def run_line(entry: dict[str, Any]) -> str:
+    return (f"{entry['run']}: {entry['title']} ({entry['scope']}, {entry['status']}), started "
+            f"{entry['started']}, {entry['rounds']} rounds, on {entry['machine']}")
