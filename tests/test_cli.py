@@ -119,6 +119,20 @@ def test_bad_settings_are_one_line(tmp_path: Path, text: str, says: str) -> None
     assert "pyproject.toml" in done.stderr
 
 
+@pytest.mark.parametrize(("dsn", "says"), [
+    ("postgresql://[bad", 'looking for matching "]"'),
+    ("postgresql://me:S3cretPW@db:notaport/x", "port 'notaport' is not a port number"),
+    ("host=db port=99999 password=S3cretPW", "port '99999' is not a port number"),
+])
+def test_a_malformed_dsn_is_one_line_without_its_password(tmp_path: Path, dsn: str,
+                                                          says: str) -> None:
+    done = perfpages("bench.run", "--suite", "tiny", "--quick", "--labels", "a", "--dsn", dsn,
+                     "--results", str(tmp_path / "results"), cwd=ROOT)
+    assert done.returncode == 1 and not (tmp_path / "results").exists()
+    assert done.stderr.startswith("error: --dsn: not a valid DSN (") and says in done.stderr
+    assert done.stderr.count("\n") == 1 and "S3cretPW" not in done.stderr + done.stdout
+
+
 # ---- init ----------------------------------------------------------------------------------
 
 def test_init_writes_a_site_that_builds_and_a_suite_that_loads(tmp_path: Path) -> None:

@@ -57,7 +57,10 @@ def run_command(action: Callable[[Console], int], console: Console | None = None
 def run_suite(opts: Any, console: Console) -> int:
     """`bench run`: replay a suite (or resume a run), then print where it was archived."""
     from perfpages.run import runner
+    from perfpages.run.postgres import conninfo
 
+    if opts.dsn:  # checked before anything reads it (the redactor, the servers)
+        conninfo(opts.dsn)
     run_dir = runner.run(opts, console)
     status = read_manifest(run_dir).status
     console.print(f"{status}: {run_dir}", highlight=False, markup=False, emoji=False)

@@ -337,6 +337,22 @@ class EmbeddedServer(Server):
             self.data = None
 
 
+def conninfo(dsn: str) -> dict[str, Any]:
+    """`--dsn`'s parameters, checked before anything reads them: one line for a malformed DSN
+    (libpq's own reason, never the DSN, which may hold a password)."""
+    fix = "write it as postgresql://USER@HOST:PORT/DB (or host=… port=… key=value pairs)"
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        reason = str(exc).splitlines()[0].split(': "')[0]  # libpq quotes the DSN after a colon
+        raise PerfpagesError(f"not a valid DSN ({reason})", key="--dsn", fix=fix) from None
+    port = str(params.get("port") or "5432")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise PerfpagesError(f"not a valid DSN (port {port!r} is not a port number)",
+                             key="--dsn", fix=fix)
+    return params
+
+
 class ExternalServer(Server):
     """A server the user runs; the harness never restarts it and never archives its password."""
 
@@ -344,11 +360,7 @@ class ExternalServer(Server):
 
     def __init__(self, dsn: str, bin_dir: Path) -> None:
         self.bin = bin_dir
-        try:
-            params = psycopg.conninfo.conninfo_to_dict(dsn)
-        except psycopg.ProgrammingError as exc:
-            raise PerfpagesError(f"not a valid DSN ({str(exc).splitlines()[0]})", key="--dsn",
-                                 fix="write it as postgresql://USER@HOST:PORT/DB") from None
+        params = conninfo(dsn)
         self.dsn = redact(dsn)
         self.target = Target(str(params.get("host") or "localhost"),
                              int(params.get("port") or 5432),
