@@ -248,3 +248,31 @@ def test_a_damaged_cache_is_read_again_from_the_archive(results: Path, tmp_path:
         again = RunStore(results, cache).get(DEMO)
         assert again.cells == first.cells and again.floors == first.floors
         assert json.loads(saved.read_text())["cells"]  # rewritten whole
+
+
+@pytest.mark.parametrize(("macro", "says"), [
+    ('figure("throughput", block="callers", label="v1.0", where={"call": "page"}, digits=400)',
+     "digits: figure(digits=400): digits is a whole number of decimals from 0 to 12"),
+    ('figure("throughput", block="callers", label="v1.0", where={"call": "page"}, digits=-1)',
+     "digits: figure(digits=-1)"),
+    ('claim("x", between("v1.0", "v1.1", 1, 20, digits=2.5))', "digits: between(digits=2.5)"),
+    ('claim("", faster("v1.0", "v1.1"))', "claim: claim() with an empty sentence"),
+    ('fact("")', "fact: fact() with an empty key"),
+    ('fact("  ")', "fact: fact() with an empty key"),
+])
+def test_macro_arguments_out_of_bounds_are_the_page_s_line(tmp_path: Path, results: Path,
+                                                          macro: str, says: str) -> None:
+    from perfpages.errors import PerfpagesError
+    from perfpages.site.page import render_file
+
+    page = tmp_path / "v1.md"
+    page.write_text(f"---\nruns:\n  demo: {DEMO}\n---\n# x\n\n{{{{ {macro} }}}}\n")
+    with pytest.raises(PerfpagesError) as caught:
+        render_file(page, path="docs/x/v1.md", store=RunStore(results))
+    assert str(caught.value).startswith(f"docs/x/v1.md:7: {says}")
+    # within bounds, the same macro renders
+    page.write_text(f"---\nruns:\n  demo: {DEMO}\n---\n# x\n\n"
+                    '{{ figure("throughput", block="callers", label="v1.0", '
+                    'where={"call": "page"}, digits=12) }}\n')
+    assert "813.666666666667/s" in render_file(page, path="docs/x/v1.md",
+                                               store=RunStore(results)).markdown

@@ -21,6 +21,7 @@ import yaml
 from perfpages.errors import PerfpagesError
 from perfpages.site import escape, family, lint
 from perfpages.site import reproduction as repro
+from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
@@ -153,14 +154,12 @@ class _Page:
         self.reproductions: dict[tuple[str, str], dict[str, Any]] = {}
         self.later: list[Callable[[], str]] = []
         self.options = family.Options()
-        self.namespace: dict[str, Any] = {**Macros(pins).namespace(), **Facts(pins).namespace(),
-                                          **Plots(pins, style).namespace(),
-                                          **Conditions(pins).namespace(), "claim": self.claim,
-                                          "reproduction": self.reproduction,
-                                          "reproduced": self.reproduced,
-                                          "verdicts": self.verdicts,
-                                          "certification": self.certification,
-                                          "certified": self.certified}
+        self.namespace: dict[str, Any] = checked_namespace({
+            **Macros(pins).namespace(), **Facts(pins).namespace(),
+            **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
+            "claim": self.claim, "reproduction": self.reproduction,
+            "reproduced": self.reproduced, "verdicts": self.verdicts,
+            "certification": self.certification, "certified": self.certified})
 
     def _later(self, make: Callable[[], str]) -> str:
         self.later.append(make)
