@@ -145,6 +145,7 @@ def test_a_replay_reuses_everything_the_run_recorded(original: Path, replayed: P
     assert r.labels == m.labels  # pins (the wheel's sha256), env (masked), settings
     assert r.labels["a"].pin.artifacts and r.labels["a"].env["API_TOKEN"] == "***"
     assert r.blocks == m.blocks and (r.suite, r.scope) == (m.suite, m.scope)
+    assert r.id.startswith(f"{r.started[:10]}-replayed") and "lookup" not in r.id
     assert replace(r.method, notes="") == replace(m.method, notes="")
     assert (r.method.rounds, r.method.seed, r.method.order, r.method.window_s) == (
         2, 5, "shuffle", 1)  # the record's, not the later suite's (3 rounds, rotate, 2 s)
@@ -192,7 +193,8 @@ def test_a_secret_is_compared_as_the_run_masked_it(original: Path, tmp_path: Pat
     suites = write_suites(tmp_path / "suites", token="another-token")
     opts = replay_options(original.parent, original.name, suites, "perfpages bench.replay")
     m = read_manifest(original)
-    assert (opts.labels, opts.blocks, opts.replay_of) == (["a", "b"], ["lookup"], m.id)
+    # every block of the suite: none named, so the replay's id names none (as the original's)
+    assert (opts.labels, opts.blocks, opts.replay_of) == (["a", "b"], None, m.id)
     assert opts.method == replace(m.method, notes="") and opts.pins == opts.refs == {}
     assert opts.recorded_pins == {n: label.pin for n, label in m.labels.items()}
 

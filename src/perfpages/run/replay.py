@@ -36,7 +36,10 @@ def replay_options(results: Path, run_ref: str, benchmarks: Path, command: str) 
     suite = load(m.suite, benchmarks, m.scope == "quick")
     repinned = _repinned(m.command)
     Check(m, suite, benchmarks / f"{m.suite}.py").run(run.measured, repinned)
-    blocks = list(m.blocks) or list(dict.fromkeys(w.block for w in run.measured))
+    blocks: list[str] | None = list(m.blocks) or list(dict.fromkeys(
+        w.block for w in run.measured))
+    if set(blocks or ()) == {b.name for b in suite.blocks}:
+        blocks = None  # the whole suite: the replay's id names no blocks, as the original's
     return Options(
         suite=m.suite, benchmarks=benchmarks, results=results, labels=list(m.labels),
         blocks=blocks, rounds=m.method.rounds, quick=m.scope == "quick", seed=m.method.seed,
