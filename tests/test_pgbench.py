@@ -55,3 +55,31 @@ def test_logs_must_agree_with_the_summary() -> None:
     assert (sampled.transactions, sampled.failed) == (10_000, 3)  # exact counts: the summary
     assert "not a 0.1 sample" in (reconcile(Result(transactions=2000), {"processed": 10_000},
                                             0.1) or "")
+
+
+def test_log_directories_of_a_killed_harness_are_reaped_by_the_next(tmp_path: Path) -> None:
+    """pgbench's per-transaction logs live in a directory named by the harness's pid; one whose
+    harness is gone (SIGKILL skips the cleanup) is removed by the next run, a live one's kept."""
+    import os
+    import subprocess
+    import sys
+
+    from perfpages.run.pgbench import SCRATCH, reap_scratch
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        left = tmp_path / f"{SCRATCH}{int(dead.stdout)}-abc123"
+        kept = [tmp_path / f"{SCRATCH}{alive.pid}-def456",
+                tmp_path / f"{SCRATCH}{os.getpid()}-ghi789",
+                tmp_path / f"{SCRATCH}unnamed", tmp_path / "other-dir"]
+        for path in (left, *kept):
+            path.mkdir()
+            (path / "tx.1").write_text("0 1 2 3 4 5\n")
+        assert reap_scratch(tmp_path) == [left]
+        assert not left.exists() and all(p.is_dir() for p in kept)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert reap_scratch(tmp_path) == [tmp_path / f"{SCRATCH}{alive.pid}-def456"]

@@ -12,6 +12,7 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -143,6 +144,29 @@ def parse_logs(files: list[Path], scripts: list[Script], result: Result) -> None
     result.per_script = per if len(names) > 1 else {}
 
 
+SCRATCH = "perfpages-pgbench-"  # + the harness's pid + "-": a log directory's name
+_OWNER = re.compile(rf"{SCRATCH}(\d+)-")
+
+
+def reap_scratch(root: Path) -> list[Path]:
+    """Log directories left under `root` by harnesses that died (a SIGKILL skips the
+    TemporaryDirectory's cleanup): each is named by its harness's pid, and removed once no
+    such process exists. A directory of a live harness, this one's included, is kept."""
+    removed = []
+    for path in root.glob(f"{SCRATCH}*"):
+        owner = _OWNER.match(path.name)
+        if owner is None or int(owner.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(owner.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except PermissionError:  # alive, another user's
+            pass
+    return removed
+
+
 def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, duration_s: float,
         *, threads: int | None = None, prepared: bool = True,
         defines: dict[str, str] | None = None, env: dict[str, str] | None = None,
@@ -156,7 +180,8 @@ def run(bin_dir: Path, target: Target, scripts: list[Script], clients: int, dura
     # Per-transaction logs go to memory where there is a tmpfs: writing them costs pgbench
     # (which shares the CPU with the server) as little as possible.
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(prefix="perfpages-pgbench-", dir=shm) as tmp:
+    reap_scratch(Path(shm or tempfile.gettempdir()))
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{os.getpid()}-", dir=shm) as tmp:
         prefix = Path(tmp) / "tx"
         cmd = [str(bin_dir / "pgbench"), "-n", "-T", str(seconds), "-c", str(clients),
                "-j", str(threads), "-l", f"--log-prefix={prefix}", *target.args()]
