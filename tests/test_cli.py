@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,37 @@ def test_this_repository_uses_what_init_writes() -> None:
     assert (ROOT / "tasks.py").read_text() == planned["tasks.py"]
     with pytest.raises(PerfpagesError, match="already exists"):
         init.init(ROOT)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_outside_a_run_is_one_line_and_status_130(
+        sig: signal.Signals, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C or SIGTERM while a command loads or before a run starts: `error: … interrupted`,
+    130 as for an interrupted run — never a traceback (SIGINT) or a silent death (SIGTERM);
+    the handlers are restored."""
+    from perfpages.cli.interrupts import interruptible
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as done, interruptible("perfpages", "while it started"):
+        os.kill(os.getpid(), sig)
+        time.sleep(5)  # the signal arrives long before; reaching the end fails the test
+        pytest.fail("the signal did not interrupt")
+    assert done.value.code == 130
+    assert capsys.readouterr().err == ("error: perfpages: interrupted while it started — run "
+                                       "it again\n")
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_every_task_body_runs_interruptible_and_the_program_imports_late() -> None:
+    from perfpages.cli.tasks import ns
+
+    def bodies(collection: Collection) -> list[object]:
+        found = [t.body for t in collection.tasks.values()]
+        return found + [b for sub in collection.collections.values() for b in bodies(sub)]
+    assert len(bodies(ns)) >= 14
+    assert all(getattr(b, "__wrapped__", None) is not None for b in bodies(ns))
+    # `perfpages`'s module loads nothing before its signal handlers are in place
+    done = subprocess.run([sys.executable, "-c", "import sys, perfpages.cli.program; "
+                           "print(sorted(m for m in sys.modules if m.startswith('invoke')))"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

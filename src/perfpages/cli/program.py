@@ -7,13 +7,25 @@ parse errors as one `error:` line (perfpages.cli.names).
 
 from __future__ import annotations
 
-from invoke import Program
+import os
+import sys
 
-from perfpages import __version__
-from perfpages.cli.names import accept_spaced_names
-from perfpages.cli.tasks import ns
+from perfpages.cli.interrupts import interruptible
 
 
 def main() -> None:
-    accept_spaced_names()  # done when tasks.py is imported; explicit, since we rely on it
-    Program(name="perfpages", binary="perfpages", version=__version__, namespace=ns).run()
+    # The imports go inside: a signal while they load (seconds on a busy machine) is one line.
+    with interruptible("perfpages", "while it started (nothing was done)"):
+        from invoke import Program
+
+        from perfpages import __version__
+        from perfpages.cli.names import accept_spaced_names
+        from perfpages.cli.tasks import ns
+
+        accept_spaced_names()  # done when tasks.py is imported; explicit, since we rely on it
+        try:
+            Program(name="perfpages", binary="perfpages", version=__version__,
+                    namespace=ns).run()
+        except BrokenPipeError:  # `perfpages … | head` stopped reading: Python's own recipe
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)

@@ -7,6 +7,7 @@ come from `[tool.perfpages]` (perfpages.settings); the flags override them.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from invoke import Collection, Context, Exit, task
 
 from perfpages import settings
+from perfpages.cli.interrupts import interruptible
 from perfpages.cli.names import accept_spaced_names, program_name, whole_number
 
 RESULTS_HELP = "directory of archived runs (default: [tool.perfpages] results, else results/)"
@@ -267,6 +269,25 @@ ns = Collection(bench, docs, loadgen)
 ns.add_task(init)
 ns.add_task(render)
 ns.add_task(check_site)
+
+
+def _interruptible(collection: Collection) -> None:
+    """Every task's whole body under `interruptible`: invoke ends a KeyboardInterrupt that
+    reaches it (a Ctrl-C while a task imports its modules) with exit 1 and no word."""
+    for t in collection.tasks.values():
+        body = t.body
+
+        @functools.wraps(body)
+        def guarded(*args: Any, __body: Callable[..., Any] = body, **kwargs: Any) -> Any:
+            with interruptible(program_name(), "before it finished"):
+                return __body(*args, **kwargs)
+
+        t.body = guarded
+    for sub in collection.collections.values():
+        _interruptible(sub)
+
+
+_interruptible(ns)
 
 # `invoke bench report` (a space) works like `invoke bench.report`, as under `perfpages`.
 accept_spaced_names()
