@@ -131,7 +131,7 @@ def adopter_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([sys.executable, "-m", "venv", str(venv)], base, env)
     # --no-compile: the bytecode of every file of pandas, numpy and mkdocs is most of the
     # install's CPU; Python compiles what the adopter's commands import, when they import it.
-    run([str(venv / "bin/pip"), "install", "-q", "--no-compile", f"{wheel}[docs]", "pytest"],
+    run([str(venv / "bin/pip"), "install", "-q", "--no-compile", f"{wheel}[docs]"],  # pytest too
         base, env, timeout=900)
     return venv
 
@@ -212,6 +212,10 @@ def test_an_adopter_replays_two_commits_and_publishes_checked_claims(
     built = len(list((repo / "site").rglob("*.html")))
     assert built > 0
     assert f"1 failed, {2 + built} passed" in out and "docs/performance/svc/v1.md:7" in out, out
+
+    # the guide every message cites is installed with the package
+    guide = run(["perfpages", "guide", "suites"], repo, env).stdout
+    assert guide == (ROOT / "docs/guide/suites.md").read_text(encoding="utf-8")
 
     cite = run(["perfpages", "bench.cite", run_id], repo, env).stdout
     assert run_id in cite and head[:12] in cite

@@ -226,3 +226,37 @@ def test_every_task_body_runs_interruptible_and_the_program_imports_late() -> No
                            "print(sorted(m for m in sys.modules if m.startswith('invoke')))"],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_guide_is_installed_with_the_package_and_messages_cite_it() -> None:
+    """Every "see …" opens where perfpages is installed: `perfpages guide PAGE` prints the
+    page shipped as package data; no message cites docs/guide/, which an adopter lacks."""
+    guide = ROOT / "docs" / "guide"
+    listed = perfpages("guide", "list", cwd=ROOT)
+    assert listed.returncode == 0
+    names = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
+    assert names == sorted(p.stem for p in guide.glob("*.md"))
+    shown = perfpages("guide", "suites", cwd=ROOT)
+    assert shown.stdout == (guide / "suites.md").read_text(encoding="utf-8")
+    wrong = perfpages("guide", "nosuch", cwd=ROOT)
+    assert wrong.returncode == 1 and wrong.stderr == (
+        f"error: guide: no guide page 'nosuch' — choose among: {', '.join(names)}\n")
+    assert _strings_citing("docs/guide/") == []
+
+
+def _strings_citing(text: str) -> list[str]:
+    """file:line of every string in src/ holding `text`, docstrings (for readers of the
+    source, who have docs/) left out."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(node.body[0].value) for node in ast.walk(tree)
+                if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                              | ast.AsyncFunctionDef)
+                and node.body and isinstance(node.body[0], ast.Expr)}
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and text in node.value and id(node) not in docs]
+    return found

@@ -167,7 +167,7 @@ def test_check_site_fails_on_an_unrendered_macro_naming_the_page(tmp_path: Path,
         f"error: site/forgot/index.html:{_line(site_dir / 'forgot' / 'index.html')}: "
         "unrendered perfpages macro {{ table('throughput') }} — built without perfpages: build "
         "it with the perfpages MkDocs plugin, or build the pages `perfpages render` writes "
-        "(docs/guide/pages.md#building-without-mkdocs)"]
+        "(the guide: perfpages guide pages, its section Building without MkDocs)"]
     (tmp_path / "docs" / "forgot.md").unlink()
     build_site(tmp_path, {k: v for k, v in pages.items() if k != "forgot.md"}, results)
     done = command(tmp_path, "check-site", "site")

@@ -242,7 +242,7 @@ def test_an_error_in_an_expression_stops_a_strict_build_with_the_page_line(
         build_site(tmp_path / "site", {"perf/v1.md": PAGE.replace("{{ {} }}", "{{ 1/0 }}")},
                    results)
     assert ("docs/perf/v1.md:12: macro: ZeroDivisionError: division by zero — see "
-            "docs/guide/pages.md") in caught.value.messages
+            "the guide: perfpages guide pages") in caught.value.messages
     assert not any("Traceback" in m for m in caught.value.messages)
 
 

@@ -116,7 +116,7 @@ def init(start: Path, suites: str = DEFAULTS["suites"]) -> list[str]:
         raise PerfpagesError(f"{taken[0]} already exists{more}; nothing was written",
                              where=root, key="perfpages init",
                              fix="move it aside, or add perfpages by hand "
-                                 "(docs/guide/adopt.md)")
+                                 "(perfpages guide adopt)")
     written = []
     for item in planned:
         path = root / item.path

@@ -232,10 +232,23 @@ def init(c: Context, suites: str = "benchmarks") -> None:
         for path in written:
             out.print(f"wrote {path}", highlight=False)
         out.print("next: perfpages bench.run --suite example --quick, then pin the run in "
-                  "docs/performance/example/v1.md (docs/guide/adopt.md)", highlight=False)
+                  "docs/performance/example/v1.md (the guide: perfpages guide adopt)",
+                  highlight=False)
         return 0
 
     _command(write)
+
+
+@task(positional=["page"], help={"page": "a guide page (adopt, suites, pages, …; list: all)"})
+def guide(c: Context, page: str) -> None:
+    """The guide, as installed with perfpages: print a page as Markdown (list: the pages)."""
+    from perfpages.cli import guide as pages
+
+    def show(cmd: ModuleType, out: Any) -> int:
+        sys.stdout.write(pages.listing() if page == "list" else pages.text(page))
+        return 0
+
+    _command(show)
 
 
 @task(help={"master": "HOST[:PORT] of the perfpages load's Locust master (port default 5557)",
@@ -269,6 +282,7 @@ ns = Collection(bench, docs, loadgen)
 ns.add_task(init)
 ns.add_task(render)
 ns.add_task(check_site)
+ns.add_task(guide)
 
 
 def _interruptible(collection: Collection) -> None:

@@ -396,7 +396,7 @@ def load(name: str, directory: Path, quick: bool = False) -> Suite:
         factory = getattr(module, "suite", None)
         if not callable(factory):
             raise PerfpagesError("defines no suite(quick) function", where=path, key="suite",
-                                 fix="see docs/guide/suites.md")
+                                 fix="see the guide: perfpages guide suites")
         result = factory(quick)
     except PerfpagesError as exc:
         if exc.where:
@@ -409,10 +409,10 @@ def load(name: str, directory: Path, quick: bool = False) -> Suite:
     except Exception as exc:  # a suite is user code: its bug is one line, not a traceback
         raise PerfpagesError(f"{type(exc).__name__}: {exc}", where=path,
                              line=_line_in(path, exc),
-                             fix="fix the suite module (docs/guide/suites.md)") from None
+                             fix="fix the suite module (perfpages guide suites)") from None
     if not isinstance(result, Suite):
         raise PerfpagesError("suite(quick) did not return a perfpages.Suite", where=path,
-                             key="suite", fix="see docs/guide/suites.md")
+                             key="suite", fix="see the guide: perfpages guide suites")
     try:
         result.check_block_labels()
     except PerfpagesError as exc:

@@ -13,7 +13,7 @@ from perfpages.errors import PerfpagesError
 MAX_DIGITS = 12  # a double carries about 15 significant digits; no page shows more than this
 # The macros whose first argument is text that must say something, and what it is called.
 TEXT_FIRST = {"claim": "sentence", "fact": "key", "statement": "fragment"}
-FIX = "see docs/guide/pages.md"
+FIX = "see the guide: perfpages guide pages"
 
 
 def _digits(name: str, value: Any) -> None:

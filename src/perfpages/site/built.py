@@ -22,7 +22,8 @@ SKIPPED = frozenset({"code", "pre", "script", "style", "textarea", "template"})
 MACRO = re.compile(r"\{\{-?\s*([A-Za-z_]\w*)[^\n]{0,80}?(?:\}\}|$)|\{%-?\s*[a-z]+[^\n]{0,80}?"
                    r"(?:%\}|$)", re.M)
 FIX = ("built without perfpages: build it with the perfpages MkDocs plugin, or build the pages "
-       "`perfpages render` writes (docs/guide/pages.md#building-without-mkdocs)")
+       "`perfpages render` writes (the guide: perfpages guide pages, its section Building "
+       "without MkDocs)")
 
 
 @dataclass(frozen=True)

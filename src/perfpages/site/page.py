@@ -36,7 +36,7 @@ CLAIM_MARK = re.compile("\x01(\\d+)\x01")
 MACRO_CALL = re.compile(r"(\{\{.*?\}\})")
 LATER = "\x02{}\x02"  # a macro over the whole page (verdicts, certification), filled in last
 LATER_MARK = re.compile("\x02(\\d+)\x02")
-GUIDE = "see docs/guide/pages.md"
+GUIDE = "see the guide: perfpages guide pages"
 
 
 @dataclass
