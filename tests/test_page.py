@@ -186,7 +186,7 @@ def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None
     macros = Macros(Pins({"d": store.get(DEMO), "s": store.get(SWEEP)}))
     text = macros.table("throughput", rows="call", run="d", block="callers", change="v1.0")
     header = text.strip().split("\n")[0]
-    assert header == ("| throughput (/s) | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
+    assert header == ("| throughput (/s) by call | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
                       "| v1.1 + cache vs v1.0 |")
 
 
@@ -276,3 +276,22 @@ def test_macro_arguments_out_of_bounds_are_the_page_s_line(tmp_path: Path, resul
                     'where={"call": "page"}, digits=12) }}\n')
     assert "813.666666666667/s" in render_file(page, path="docs/x/v1.md",
                                                store=RunStore(results)).markdown
+
+
+def test_a_table_names_the_parameter_its_rows_or_columns_are(results: Path,
+                                                               tmp_path: Path) -> None:
+    """Rows of bare values ("32") say which parameter they are; so do such columns."""
+    from perfpages.site.page import render_file
+
+    page = tmp_path / "v1.md"
+    page.write_text(f"---\nruns:\n  demo: {DEMO}\n---\n# x\n\n"
+                    '{{ table("throughput", rows="callers", block="callers", '
+                    'where={"call": "page"}) }}\n\n'
+                    '{{ table("throughput", rows="label", columns="callers", block="callers", '
+                    'where={"call": "page"}) }}\n\n'
+                    '{{ table("throughput", block="callers") }}\n')
+    text = render_file(page, path="docs/x/v1.md", store=RunStore(results)).markdown
+    heads = [line for line in text.splitlines() if line.startswith("| throughput")]
+    assert heads == ["| throughput (/s) by callers | v1.0 | v1.1 | v1.1 + cache |",
+                     "| throughput (/s) | callers=32 |",
+                     "| throughput (/s) | v1.0 | v1.1 | v1.1 + cache |"]

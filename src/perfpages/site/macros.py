@@ -82,6 +82,11 @@ def _order(values: Iterable[Any], preferred: list[str]) -> list[Any]:
     return unique
 
 
+# Dimensions whose values name themselves in a table's header ("call=page, callers=32", a
+# label, a block's title); any other is a parameter, whose bare values need its name.
+SELF_NAMED = ("parameters", "label", "block", "run")
+
+
 class Macros:
     """Bound to one page's pins; `namespace()` is what its Jinja template sees."""
 
@@ -130,9 +135,12 @@ class Macros:
         corner = escape.md(rows)
         if "metric" not in (rows, columns):
             shown = units[metrics[0]][1]
-            corner = escape.md(f"{metrics[0]} ({shown})" if shown else metrics[0])
+            corner = f"{metrics[0]} ({shown})" if shown else metrics[0]
+            # Rows of a parameter's bare values ("32") say which parameter they are.
+            corner = escape.md(corner if rows in SELF_NAMED else f"{corner} by {rows}")
         header = [corner] + [self._header(columns, c, units[c][1] if columns == "metric" else "")
-                             for c in col_keys]
+                             if columns in SELF_NAMED or columns == "metric"
+                             else escape.md(f"{columns}={c}") for c in col_keys]
         extra = self._change_columns(change, rows, columns, row_keys, col_keys)
         # Method v2 runs: each change column is followed by what its comparisons resolve.
         exact = change is not None and any(self.pins.rule(f.run).exact for f in found)
