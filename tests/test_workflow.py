@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from perfpages.cli import init
-from test_cli import git_repo, perfpages  # beside this file
+from test_cli import ENV, git_repo, perfpages  # beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = ROOT / init.WORKFLOW
@@ -49,6 +49,15 @@ def test_what_init_writes_passes_actionlint(tmp_path: Path) -> None:
     text = (repo / init.WORKFLOW).read_text()
     assert 'pip install "perfpages[docs]==' in text and "hashFiles('pyproject.toml', " \
         "'benchmarks/**')" in text and 'SUITES: "example"' in text
+    # the site job's own commands, as written, in the new repository: the strict build, then
+    # the claims (pytest exits 5, a failure, if the plugin collected nothing)
+    site = steps(yaml.safe_load(text)["jobs"]["site"])
+    env = {**ENV, "PATH": f"{Path(sys.executable).parent}:{ENV['PATH']}"}
+    for name in ("Build the site", "Check the claims"):
+        done = subprocess.run(["bash", "-e", "-c", site[name]["run"]], cwd=repo, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{name}: {done.stdout[-800:]}{done.stderr[-800:]}"
+    assert "passed" in done.stdout and (repo / "site/index.html").is_file()
 
 
 def test_this_repository_runs_what_init_writes_and_it_lints() -> None:
