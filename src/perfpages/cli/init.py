@@ -63,9 +63,11 @@ def install_command(root: Path) -> str:
     return f'pip install "perfpages[docs]=={__version__}"'
 
 
-def plan(root: Path, suites: str = DEFAULTS["suites"]) -> list[Planned]:
+def plan(root: Path, suites: str = DEFAULTS["suites"],
+         suites_list: str = "example") -> list[Planned]:
+    """What init writes; `suites_list`: the suites CI replays (tests/test_workflow.py)."""
     name = re.sub(r"[^\w.-]+", "-", root.name) or "project"
-    fill = {"{{name}}": name, "{{suites}}": suites, "{{suites_list}}": "example",
+    fill = {"{{name}}": name, "{{suites}}": suites, "{{suites_list}}": suites_list,
             "{{install}}": install_command(root)}
 
     def text(template: str) -> str:
