@@ -89,9 +89,17 @@ def env_secrets(envs: Iterable[Mapping[str, str]]) -> list[str]:
 
 
 def mask_urls(text: str) -> str:
-    """Every `scheme://user[:password]@` in text with its user info masked: for lines printed
-    (an error that names a clone's URL reaches CI logs)."""
-    return URL_USERINFO.sub(rf"\g<1>{MASK}@", text)
+    """Every URL's password masked, and the lone user of an http(s) or VCS URL (a token there
+    as often as a name; a DSN's user is a name, kept): for lines printed, since an error that
+    names a clone's URL reaches CI logs."""
+    def masked(found: re.Match[str]) -> str:
+        scheme, info = found.group(1), found.group(2)
+        if ":" in info:
+            return f"{scheme}{info.split(':', 1)[0]}:{MASK}@"
+        token = "+" in scheme or scheme.lower().startswith("http")
+        return f"{scheme}{MASK}@" if token else found.group(0)
+
+    return URL_USERINFO.sub(masked, text)
 
 
 def url_secrets(url: str) -> list[str]:

@@ -134,11 +134,11 @@ class Runner:
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
-        if self.opts.resume and ArchiveWriter.finish_seal(
-                done := resolve(self.opts.results, self.opts.resume)):
+        o = self.opts
+        if o.resume and not (o.refs or o.pins) and ArchiveWriter.finish_seal(
+                done := resolve(o.results, o.resume)):
             return done  # its writer was killed while sealing it: re-checked, now sealed
         suite, recorded = self.load_suite()
-        o = self.opts
         tuned = [x.name for x in suite.labels if x.pg_settings]
         if o.dsn and tuned:
             raise PerfpagesError(f"labels with pg_settings need the embedded server: "
