@@ -106,7 +106,8 @@ def test_a_seal_deleted_from_a_sealed_run_is_not_taken_for_legacy(scratch_run: P
     (scratch_run / "seal.json").unlink()
     assert [str(p) for p in verify(scratch_run)] == [
         f"{scratch_run}: seal.json is missing (a complete format-2 run is sealed) — restore it "
-        "from git; a seal is never rewritten by hand"]
+        "from git; a seal is never rewritten by hand (when its writer was killed sealing it, "
+        f"a .lock is left and `invoke bench.run --resume {scratch_run.name}` seals it)"]
 
 
 def test_a_resumed_legacy_run_is_sealed_when_it_completes(tmp_path: Path) -> None:

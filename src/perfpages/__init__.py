@@ -4,6 +4,7 @@ The one import for suite authors and readers of archives::
 
     from perfpages import Suite, LabelSpec, DataSet, BlockSpec, Script      # pgbench suites
     from perfpages import Placement                                         # CPU sets
+    from perfpages import Secret, Public         # a label's env value: secret, or not
     from perfpages import HttpBlockSpec, HttpCase, Service, ServiceSpec, Load, Request  # HTTP
     from perfpages import load, open_run                                    # reading runs
 
@@ -22,6 +23,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from perfpages.archive.frame import load
     from perfpages.archive.reader import Run, open_run
+    from perfpages.archive.secrets import Public, Secret
     from perfpages.errors import PerfpagesError
     from perfpages.loadgen.spec import Load, Request
     from perfpages.run.pgbench import Script
@@ -46,6 +48,7 @@ _PUBLIC = {
     "HttpBlockSpec": "perfpages.run.suite", "HttpCase": "perfpages.run.suite",
     "HttpTurn": "perfpages.run.suite", "Service": "perfpages.run.suite",
     "Placement": "perfpages.run.suite",
+    "Secret": "perfpages.archive.secrets", "Public": "perfpages.archive.secrets",
     "ServiceSpec": "perfpages.run.service", "Script": "perfpages.run.pgbench",
     "Load": "perfpages.loadgen.spec", "Request": "perfpages.loadgen.spec",
     "PerfpagesError": "perfpages.errors",
@@ -55,8 +58,8 @@ _PUBLIC = {
 
 __all__ = [  # the same names as _PUBLIC (a test checks), spelled out for type checkers
     "BlockSpec", "DataSet", "HttpBlockSpec", "HttpCase", "HttpTurn", "LabelSpec", "Load",
-    "PerfpagesError", "Placement", "Request", "Run", "Script", "Service", "ServiceSpec", "Suite",
-    "__version__", "load", "open_run",
+    "PerfpagesError", "Placement", "Public", "Request", "Run", "Script", "Secret", "Service",
+    "ServiceSpec", "Suite", "__version__", "load", "open_run",
 ]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfpages.archive.secrets import mask_urls
+
 
 class PerfpagesError(Exception):
     """A problem the user can fix; printed as one line, never as a traceback."""
@@ -31,7 +33,7 @@ class PerfpagesError(Exception):
         text = place + self.what
         if self.fix:
             text += f" — {self.fix}"
-        return text
+        return mask_urls(text)  # a clone's URL may carry a token: never into a CI log
 
 
 def clip(text: str, limit: int) -> str:

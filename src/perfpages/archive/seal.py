@@ -123,6 +123,11 @@ def contents(run_dir: Path) -> dict[str, Any]:
     """The seal of a run whose run.json is final: every file's sha256, run.json's included."""
     files = archived_files(run_dir)
     files[RUN_FILE] = sha256_file(run_dir / RUN_FILE)
+    return document(files)
+
+
+def document(files: dict[str, str]) -> dict[str, Any]:
+    """seal.json's contents for these sha256 by file (run.json's among them)."""
     return {"format": SEAL_FORMAT, "algorithm": "sha256", "files": dict(sorted(files.items()))}
 
 
@@ -201,7 +206,8 @@ def check(run_dir: Path, manifest: Manifest) -> tuple[list[ArchiveError], list[s
         if sealed:
             problems.append(ArchiveError(
                 f"a seal in a {manifest.status} run (only complete runs are sealed)", where=where,
-                fix="run.json's status was edited: restore the run from git"))
+                fix=f"if its writer was killed while sealing it, `invoke bench.run --resume "
+                    f"{manifest.id}` finishes the seal; else restore the run from git"))
         return problems, []
     if not manifest.files:
         problems.append(ArchiveError("a complete run lists no checksums",
@@ -215,7 +221,9 @@ def check(run_dir: Path, manifest: Manifest) -> tuple[list[ArchiveError], list[s
     if not sealed:
         problems.append(ArchiveError(
             f"seal.json is missing (a complete format-{manifest.format_version} run is sealed)",
-            where=run_dir, fix="restore it from git; a seal is never rewritten by hand"))
+            where=run_dir, fix=f"restore it from git; a seal is never rewritten by hand (when "
+                               f"its writer was killed sealing it, a {LOCK_FILE} is left and "
+                               f"`invoke bench.run --resume {manifest.id}` seals it)"))
         return problems + _compare(run_dir, manifest.files, others, listed, problems), []
     try:
         data = _load(run_dir)

@@ -1,5 +1,6 @@
 """Writing a run: create the directory, append windows durably, finalize with checksums and
-seal it (seal.json, written last)."""
+seal it: every byte searched for secrets first, then seal.json, then run.json says complete
+(archive/sealing.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
-from perfpages.archive import completeness, files, schema, seal
+from perfpages.archive import completeness, files, schema, sealing
 from perfpages.archive.manifest import Manifest, Status
 from perfpages.archive.reader import (
     FLOOR_LABEL,
@@ -28,6 +28,12 @@ from perfpages.archive.reader import (
     open_run,
     read_manifest,
     writer_state,
+)
+from perfpages.archive.sealing import (  # noqa: F401 (re-exported: the site writes with them)
+    write_bytes_atomic,
+    write_json_atomic,
+    write_json_durable,
+    write_text_atomic,
 )
 from perfpages.archive.secrets import Redactor
 from perfpages.archive.window import Window, check_values
@@ -48,49 +54,6 @@ def compressible(relative: str, size: int) -> bool:
 
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write next to the destination, fsync, then rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o644)  # mkstemp makes 0600; archives are meant to be shared
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename durable: the directory entry, not only the file, must reach the disk."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # not every platform opens directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def write_json_durable(path: Path, data: Any) -> None:
-    """write_json_atomic, then fsync the directory: the rename, too, survives a power cut."""
-    write_json_atomic(path, data)
-    _fsync_dir(path.parent)
 
 
 def new_run_id(results_dir: Path, suite: str, slug: str = "", day: str | None = None) -> str:
@@ -294,11 +257,11 @@ class ArchiveWriter:
         return list(self._shapes)
 
     def finish(self, status: Status = "complete", ended: str | None = None) -> Run | None:
-        """Close the run. A complete run gets every file's sha256 in run.json, then seal.json
-        (run.json's sha256 beside the others) written last, and is validated once more. A run
-        that lacks windows it declares is left partial instead, and the error says so. The lock
-        is held until run.json says how the run ended (seals leave `.lock` out), then removed:
-        a finished run holds none."""
+        """Close the run. A complete run is searched for secrets, then sealed in the order of
+        archive/sealing.py (seal.json before run.json says complete), and validated once more.
+        A run that lacks windows it declares is left partial instead, and the error says so;
+        one that holds a secret value is left failed, unsealed. The lock is held until run.json
+        says how the run ended (seals leave `.lock` out), then removed."""
         self._results.close()
         self.redact_files()
         if status == "complete":
@@ -310,20 +273,52 @@ class ArchiveWriter:
                                    where=lacking[0].where,
                                    fix=f"complete it with `invoke bench.run --resume "
                                        f"{self.manifest.id}`")
-            for stale in self.run_dir.glob(f".{RUN_FILE}.*.tmp"):  # a killed writer's leftovers
+            for stale in self.run_dir.glob(sealing.STALE):  # a killed writer's temporaries
                 stale.unlink()
         if status in ("complete", "failed"):  # final: nothing appends to a log any more
             self.compress_files()
         sums = archived_files(self.run_dir) if status == "complete" else {}
         self.manifest = replace(self.manifest, status=status, ended=ended or utc_now(),
                                 files=sums, format_version=schema.FORMAT_VERSION)
-        write_json_atomic(self.run_dir / RUN_FILE, self.manifest.to_json())
-        if status != "complete":
+        if status == "complete":
+            final = sealing.json_text(self.manifest.to_json()).encode("utf-8")
+            leaked = sealing.scan(self.run_dir, self.redactor, {RUN_FILE: final})
+            if leaked is not None:
+                self._refuse(leaked)
+            sealing.complete(self.run_dir, sealing.stage(self.run_dir, self.manifest), sums)
             self.lock.release()
-            return None
-        write_json_durable(self.run_dir / SEAL_FILE, seal.contents(self.run_dir))
+            return open_run(self.run_dir)
+        write_json_atomic(self.run_dir / RUN_FILE, self.manifest.to_json())
         self.lock.release()
-        return open_run(self.run_dir)
+        return None
+
+    def _refuse(self, leaked: str) -> None:
+        """A secret value got past the redaction (a file that is not UTF-8, a title): the run
+        ends failed and unsealed, run.json masked as well as it can be; the value never shown."""
+        self.manifest = replace(self.manifest, status="failed", files={})
+        text = self.redactor.text(sealing.json_text(self.manifest.to_json()))
+        write_text_atomic(self.run_dir / RUN_FILE, text)
+        self.lock.release()
+        raise ArchiveError("holds the value of a secret; the run is left failed and unsealed",
+                           where=self.run_dir / leaked,
+                           fix="mark values that are not secret Public(...) in the suite, keep "
+                               "secrets out of titles and parameters, remove the file, and "
+                               "run again")
+
+    @classmethod
+    def finish_seal(cls, run_dir: Path) -> bool:
+        """Finish the seal of a run whose writer was killed while sealing it (re-checking
+        every file first: sealing.recover); False for any other run."""
+        if not sealing.interrupted(run_dir, read_manifest(run_dir)):
+            return False
+        lock = RunLock(run_dir)  # refuses a live writer
+        try:
+            sealing.recover(run_dir, read_manifest(run_dir))
+        except BaseException:
+            lock.release(remove=False)
+            raise
+        lock.release()
+        return True
 
     def __enter__(self) -> ArchiveWriter:
         return self

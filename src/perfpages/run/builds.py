@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -165,7 +166,10 @@ def _package_venv(spec: LabelSpec, venv: Path, requirement: str, m: re.Match[str
 
 
 def _git(args: list[str], label: str, what: str) -> str:
-    done = subprocess.run(["git", *args], capture_output=True, text=True)
+    # Never a prompt for a password (a run would hang); the error line masks a URL's user info
+    # (PerfpagesError.render): a token in a --pin URL never reaches a CI log.
+    done = subprocess.run(["git", *args], capture_output=True, text=True,
+                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
     if done.returncode != 0:
         lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
         raise _fail(label, "git", f"{what}: {lines[-1] if lines else 'git failed'}",

@@ -35,13 +35,7 @@ from perfpages.archive import preflight
 from perfpages.archive import statements as archived
 from perfpages.archive.manifest import Block, Manifest, Method, Pin
 from perfpages.archive.reader import failure, path_part, read_manifest, resolve
-from perfpages.archive.secrets import (
-    Redactor,
-    masked_env,
-    redact,
-    redact_command,
-    secret_names,
-)
+from perfpages.archive.secrets import Redactor, env_secrets, masked_env, redact, redact_command
 from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
@@ -140,8 +134,11 @@ class Runner:
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> Path:
-        suite, recorded = self.load_suite()
         o = self.opts
+        if o.resume and not (o.refs or o.pins) and ArchiveWriter.finish_seal(
+                done := resolve(o.results, o.resume)):
+            return done  # its writer was killed while sealing it: re-checked, now sealed
+        suite, recorded = self.load_suite()
         tuned = [x.name for x in suite.labels if x.pg_settings]
         if o.dsn and tuned:
             raise PerfpagesError(f"labels with pg_settings need the embedded server: "
@@ -156,8 +153,10 @@ class Runner:
             raise PerfpagesError("placement.postgres needs the embedded server", key="--dsn",
                                  fix="drop --dsn, or the suite's placement of postgres")
         self.clusters.cpus = tuple(self.session.placement.get("postgres", ()))
-        self.redactor = Redactor.for_run(o.dsn, extra=[
-            v for x in suite.labels for k, v in x.env.items() if k in secret_names(x.env)])
+        envs = [x.env for x in suite.labels] + [c.env for b in suite.blocks
+                                                 for c in getattr(b, "cases", ())]
+        self.redactor = Redactor.for_run(o.dsn, extra=env_secrets(envs),
+                                         urls=[x.git for x in suite.labels])
         reap()  # what runs killed without a teardown left: their servers and directories
         interrupted = False
         with signals.sigterm_as_interrupt():
