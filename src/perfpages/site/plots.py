@@ -16,7 +16,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfpages.analysis import edivisive
 from perfpages.analysis.changepoints import clear_steps, flatten, landing
 from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import axis_title, info, metrics_title, parameter, titled
@@ -255,6 +254,8 @@ def kept_samples(pins: Pins, f: Found) -> dict[int, list[samples.Sample]]:
 
 def edivisive_points(groups: list[list[Found]]) -> list[list[str]]:
     """Per series of a history, the releases E-divisive's change points land on."""
+    from perfpages.analysis import edivisive  # numpy and scipy: only for a page that asks
+
     flat = [flatten([(f.label, f.cell) for f in cells]) for cells in groups]
     return [landing(edivisive.change_points(values), owners) for values, owners in flat]
 
