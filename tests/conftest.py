@@ -22,8 +22,9 @@ The cache (PERFPAGES_CACHE) stays shared between sessions, decided per subdirect
   queryapigate release from PyPI is installed once per machine, not once per session (minutes);
 - clusters/: loaded clusters keyed by binaries and data set, published by an atomic rename (the
   key holds the binaries' path, so a per-session cache path would never hit);
-- tools/: external tools' venvs (apache-otava), keyed by their pinned requirement, published by
-  an atomic rename: installed once per machine (about 45 s);
+- tools/: external tools' venvs (Locust; apache-otava, the reference tests/test_edivisive.py
+  checks E-divisive against), keyed by their pinned requirement, published by an atomic rename:
+  installed once per machine (about 45 s);
 - git/: mirrors keyed by their source's path: the tests' throwaway repositories live in the
   session's directory, so two sessions never share a mirror (and the mirror is locked anyway).
 """

@@ -13,6 +13,7 @@ import pytest
 
 from perfpages.analysis.changepoints import change_points, flatten, landing, steps
 from perfpages.analysis.decision import Cell
+from perfpages.analysis.edivisive import change_points as edivisive
 from perfpages.archive.reader import open_run
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError, PerfpagesError
@@ -22,7 +23,6 @@ from perfpages.site.pins import Pins
 from perfpages.site.plots import Plots
 from perfpages.site.store import RunStore
 from perfpages.testing import Spec, generate
-from perfpages.tools import otava
 
 RELEASES = [f"0.{n}.0" for n in range(35, 44)]  # 0.35.0 … 0.43.0
 RUN = "2026-11-10-synthetic-history"
@@ -147,10 +147,10 @@ def test_flatten_and_landing_name_the_release_of_a_change_point() -> None:
     assert landing([12, 11, 0, 15], owners) == ["0.37.0"]  # inside it, once; ends ignored
 
 
-# E-divisive (apache-otava, installed from PyPI into its own venv on first use): the same
+# E-divisive (analysis/edivisive.py, which answers as apache-otava does): the same
 # synthetic series, read whole. Where the neighbour rule and E-divisive differ, the page shows
 # both — that is the point of having two.
-OTAVA_CASES = [
+EDIVISIVE_CASES = [
     ([1.0] * 9, [], []),
     ([1.0] * 8 + [1.3], ["0.43.0"], ["0.43.0"]),
     ([1.0] * 4 + [1.3] * 5, ["0.39.0"], ["0.39.0"]),
@@ -159,27 +159,24 @@ OTAVA_CASES = [
 ]
 
 
-@pytest.mark.network
-@pytest.mark.parametrize(("levels", "rule", "edivisive"), OTAVA_CASES)
+@pytest.mark.parametrize(("levels", "rule", "expected"), EDIVISIVE_CASES)
 def test_edivisive_on_series_with_known_steps(levels: list[float], rule: list[str],
-                                              edivisive: list[str]) -> None:
+                                              expected: list[str]) -> None:
     for seed in range(3):
         s = series(levels, seed=seed)
         values, owners = flatten(s)
-        (found,) = otava.change_points([values])
-        assert landing(found, owners) == edivisive
+        found = edivisive(values)
+        assert landing(found, owners) == expected
         assert change_points(s, "throughput") == rule
 
 
-@pytest.mark.network
 def test_edivisive_splits_a_drift_the_rule_never_calls_a_step() -> None:
     s = series([1.0 + 0.01 * i for i in range(9)], seed=1)
     values, owners = flatten(s)
-    (found,) = otava.change_points([values])
+    found = edivisive(values)
     assert landing(found, owners) and change_points(s, "throughput") == []
 
 
-@pytest.mark.network
 def test_a_page_shows_both_methods(results: Path) -> None:
     svg = Plots(pins(results), 2).history(block="callers", where={"call": "page"},
                                           edivisive=True)

@@ -19,8 +19,8 @@ ALLOWED = {
     "run": {"archive", "loadgen", "perfpages", "perfpages.cache",  # `perfpages.__version__`
             "perfpages.processes"},
     "cli": {"analysis", "archive", "run", "site", "loadgen", "perfpages", "perfpages.settings"},
-    "site": {"analysis", "archive", "tools", "perfpages.settings"},
-    "tools": {"perfpages.cache"},  # external tools in venvs of their own (apache-otava)
+    "site": {"analysis", "archive", "perfpages.settings"},  # a build installs nothing
+    "tools": {"perfpages.cache"},  # external tools in venvs of their own (Locust)
 }
 
 

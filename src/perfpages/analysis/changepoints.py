@@ -3,11 +3,11 @@ order, a step between neighbouring releases is beyond the noise.
 
 Two answers, shown side by side. The method's own rule (`decision.Change`): a step is clear when
 the two neighbours' ranges of rounds are apart, with enough rounds, in a direction that is
-better or worse — each pair on its own. And E-divisive means (apache-otava, `perfpages.tools`),
-which reads the whole series of rounds at once and splits it where its distribution changes:
-`flatten` gives it the rounds in release order and `landing` names the release each change point
-falls on. Each is decided once, here or by otava; the history chart marks both and the `steps`
-claim reads either.
+better or worse — each pair on its own. And E-divisive means (`analysis.edivisive`), which reads
+the whole series of rounds at once and splits it where its distribution changes: `flatten` gives
+it the rounds in release order and `landing` names the release each change point falls on. Each
+is decided once, here or there; the history chart marks both and the `steps` claim reads
+either.
 """
 
 from __future__ import annotations

@@ -358,26 +358,26 @@ class Conditions:
         if method not in ("rule", "e-divisive"):
             raise AnalysisError(f"method={method!r} is not a way to find steps",
                                 fix="use method=\"rule\" or method=\"e-divisive\"")
-        otava = edivisive_points(groups) if method == "e-divisive" else None
+        by_edivisive = edivisive_points(groups) if method == "e-divisive" else None
         items, ok = [], True
         for index, cells in enumerate(groups):
-            if otava is None:
+            if by_edivisive is None:
                 found = changepoints.clear_steps([(f.label, f.cell) for f in cells], metric,
                                                  self.pins.rule(alias))
                 releases = [s.after for s in found]
                 text = ", ".join(f"{s.before}→{s.after} {format_percent(s.change.percent)}"
                                  for s in found)
             else:
-                releases = otava[index]
+                releases = by_edivisive[index]
                 text = ", ".join(releases)
             ok &= releases == [r for r in self.pins.labels(alias) if r in wanted]
             where = cells[0].describe("label") or cells[0].block
             items.append(f"{where}: {text or 'no clear step'}")
         if wanted:
-            what = "clear steps" if otava is None else "E-divisive change points"
+            what = "clear steps" if by_edivisive is None else "E-divisive change points"
             expected = f"{what} at {', '.join(wanted)} only"
         else:
-            expected = ("no clear step between neighbouring releases" if otava is None
+            expected = ("no clear step between neighbouring releases" if by_edivisive is None
                         else "no E-divisive change point")
         return Condition(ok, f"{expected} ({metric})", _listing(items))
 

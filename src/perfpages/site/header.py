@@ -19,6 +19,7 @@ from perfpages.analysis.decision import Rule
 from perfpages.analysis.method import machine_text
 from perfpages.analysis.warnings import Floor, Item, Pair, Windows
 from perfpages.archive import preflight
+from perfpages.archive.reader import Run, open_run
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
@@ -30,13 +31,13 @@ from perfpages.site.verdicts import aa_found
 PRODUCT = "warnings"
 
 
-def _windows(loaded: Loaded) -> list[Windows]:
+def _windows(loaded: Loaded, run: Run | None) -> list[Windows]:
     """Per block: first attempts, windows measured again, counted windows on a busy machine
-    (reads results.jsonl: called once per run, then cached)."""
+    (reads results.jsonl, unless the caller has the run open: called once per run, then
+    cached)."""
     from perfpages.archive.frame import counted  # pandas: imported when first needed
-    from perfpages.archive.reader import open_run
 
-    measured = open_run(loaded.path).measured
+    measured = (run if run is not None else open_run(loaded.path)).measured
     blocks: dict[str, list[int]] = {}
     for w in measured:
         entry = blocks.setdefault(w.block, [0, 0, 0])
@@ -66,8 +67,9 @@ def _pairs(loaded: Loaded) -> list[Pair]:
     return list(out.values())
 
 
-def items(loaded: Loaded) -> list[Item]:
-    """The warnings of one run (cached in memory and, for a complete run, on disk)."""
+def items(loaded: Loaded, run: Run | None = None) -> list[Item]:
+    """The warnings of one run (cached in memory and, for a complete run, on disk); `run`: the
+    same run already open, so that its windows are not read and validated again."""
     if PRODUCT in loaded.memo:
         return loaded.memo[PRODUCT]
     path = product_cache(loaded, PRODUCT)
@@ -81,7 +83,7 @@ def items(loaded: Loaded) -> list[Item]:
         out = warnings.decide(exact=Rule.of(loaded.manifest.method).exact,
                               blocks=dict.fromkeys(r.block for r in loaded.cells),
                               preflights=preflight.read(loaded.path),
-                              windows=_windows(loaded), floors=_floors(loaded),
+                              windows=_windows(loaded, run), floors=_floors(loaded),
                               pairs=_pairs(loaded))
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,6 @@ from perfpages.site.axes import percentile_grid
 from perfpages.site.macros import scale, scaled
 from perfpages.site.pins import Found, Pins
 from perfpages.site.store import histograms
-from perfpages.tools import otava
 
 STYLES = (1, 2)
 TOPS = (99.0, 99.9, 99.99, 99.999)
@@ -205,15 +204,15 @@ class Plots:
         """A metric against the releases of one run (its labels, in order): a line through the
         medians, a band over each release's rounds, a ring at each clear step between
         neighbours (`analysis.changepoints`) and, with edivisive=True, a dashed ring at each
-        change point E-divisive finds (apache-otava)."""
+        change point E-divisive finds (`analysis.edivisive`)."""
         alias, groups = self.pins.releases(metric=metric, **filters)
-        found_by_otava = edivisive_points(groups) if edivisive else [[] for _ in groups]
+        found_by_edivisive = edivisive_points(groups) if edivisive else [[] for _ in groups]
         factor, shown = scale(metric, unit)
         found = [f for cells in groups for f in cells]
         names, _ = _names(found, [metric], "label")
         name_of = {id(f): n for f, n in zip(found, names, strict=True)}
         series, marks = [], {}
-        for cells, by_otava in zip(groups, found_by_otava, strict=True):
+        for cells, by_edivisive in zip(groups, found_by_edivisive, strict=True):
             # one series is named by its metric, not by its first release
             name = name_of[id(cells[0])] if len(groups) > 1 else metrics_title([metric])
             s = svgchart.Series(name)
@@ -226,7 +225,7 @@ class Plots:
                            for step in clear_steps([(f.label, f.cell) for f in cells], metric,
                                                    self.pins.rule(alias))]
             marks[name] += [(release, f"E-divisive change point at {release}", "edivisive")
-                            for release in by_otava]
+                            for release in by_edivisive]
         values = [v for s in series for p in s.points for v in (p.median, *p.rounds)]
         if log_y is None:
             log_y = self.style > 1 and _auto_log([metric], values)
@@ -254,11 +253,11 @@ def kept_samples(pins: Pins, f: Found) -> dict[int, list[samples.Sample]]:
 
 
 def edivisive_points(groups: list[list[Found]]) -> list[list[str]]:
-    """Per series of a history, the releases E-divisive's change points land on (one call to
-    apache-otava for every series)."""
+    """Per series of a history, the releases E-divisive's change points land on."""
+    from perfpages.analysis import edivisive  # numpy and scipy: only for a page that asks
+
     flat = [flatten([(f.label, f.cell) for f in cells]) for cells in groups]
-    indices = otava.change_points([values for values, _ in flat])
-    return [landing(found, owners) for found, (_, owners) in zip(indices, flat, strict=True)]
+    return [landing(edivisive.change_points(values), owners) for values, owners in flat]
 
 
 def _stat(stat: str) -> float | None:

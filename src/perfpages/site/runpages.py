@@ -272,9 +272,9 @@ def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
     return out
 
 
-def _warnings(store: RunStore, run_id: str) -> str:
+def _warnings(store: RunStore, run: Run) -> str:
     try:
-        return summary(header.items(store.get(run_id)))
+        return summary(header.items(store.get(run.path.name), run))
     except AnalysisError as exc:  # the run is intact (its page says so) but not decidable
         return f"not decided: {exc}"
 
@@ -324,7 +324,7 @@ class RunPages:
                 shown = readable(run)
                 text = render(run, self.site_url, shown)
                 texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
-                short = _warnings(self.store, run_dir.name) \
+                short = _warnings(self.store, run) \
                     if manifest.status == "complete" else "—"
                 if cache is not None and copies is not None and noted is not None:
                     cache.parent.mkdir(parents=True, exist_ok=True)
