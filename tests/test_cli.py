@@ -165,7 +165,8 @@ def test_init_outside_git_or_twice_is_one_line(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "r")
     assert perfpages("init", cwd=repo).returncode == 0
     again = perfpages("init", cwd=repo)
-    assert again.returncode == 1 and "[tool.perfpages] already exist; nothing was written" in again.stderr
+    assert again.returncode == 1
+    assert "[tool.perfpages] already exist; nothing was written" in again.stderr
 
 
 def test_this_repository_uses_what_init_writes() -> None:

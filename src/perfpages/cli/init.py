@@ -72,8 +72,8 @@ def suites_dir(suites: str) -> str:
         raise PerfpagesError(f"{suites} is inside .git", key="--suites", fix=fix)
     clash = [t for t in targets(".") if norm == t or norm.startswith(t + "/")]
     if clash:
-        raise PerfpagesError(f"{suites} clashes with {clash[0]}, a file init writes", key="--suites",
-                             fix=fix)
+        raise PerfpagesError(f"{suites} clashes with {clash[0]}, a file init writes",
+                             key="--suites", fix=fix)
     return norm
 
 
