@@ -120,12 +120,15 @@ def test_init_after_a_refused_one_writes_everything(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     _file(".github/workflows")(repo)
+    (repo / "pyproject.toml").write_text('[project]\nname = "s"\n')
+    (repo / "pyproject.toml").chmod(0o640)
     assert perfpages_init(cwd=repo).returncode == 1
     (repo / ".github/workflows").unlink()
     done = perfpages_init(cwd=repo)
     assert done.returncode == 0, done.stderr
     assert sorted(p for p, kind in tree(repo).items() if kind != "dir") == sorted(
         init.targets("benchmarks"))
+    assert (repo / "pyproject.toml").stat().st_mode & 0o777 == 0o640  # edited, not replaced
 
 
 def test_a_read_only_directory_is_refused_first(tmp_path: Path, readonly) -> None:

@@ -14,7 +14,6 @@ import os
 import posixpath
 import re
 import subprocess
-import uuid
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from perfpages import __version__
+from perfpages.archive.writer import write_text_atomic
 from perfpages.cli import pyproject
 from perfpages.errors import PerfpagesError
 from perfpages.settings import DEFAULTS, PYPROJECT
@@ -169,17 +169,12 @@ def conflicts(root: Path, planned: list[Planned]) -> list[str]:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """A temporary file beside `path`, renamed over it: a reader never sees half of it. The
-    temporary file keeps an edited file's mode; a new one gets the umask's."""
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with temp.open("x", encoding="utf-8", newline="") as f:
-            f.write(text)
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o7777)
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+    """The archive's atomic write (a temporary file beside `path`, renamed over it); an edited
+    file keeps its mode (a group-only pyproject.toml stays so)."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    write_text_atomic(path, text)
+    if mode is not None:
+        os.chmod(path, mode)
 
 
 def write(root: Path, planned: list[Planned]) -> list[str]:
