@@ -92,8 +92,8 @@ def with_settings(text: str, suites: str, where: Path = Path(PYPROJECT)) -> str:
         kind = "an inline table" if isinstance(tool, dict) else _KINDS.get(
             type(before["tool"]), "a value")
         raise PerfpagesError(f"`tool` is {kind}, not a table; nothing was written", where=where,
-                             key="tool", fix="make it a [tool] table (TOML reserves `tool` for "
-                             "tools' [tool.NAME] sections), then run perfpages init again")
+                             key="tool", fix="make it a [tool] table (pyproject.toml keeps `tool` "
+                             "for tools' [tool.NAME] sections), then run perfpages init again")
     out = tomlkit.dumps(doc)
     if out.endswith("\n\n"):
         out = out[:-1]
