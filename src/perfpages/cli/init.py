@@ -2,36 +2,40 @@
 
 Writes mkdocs.yml (Material, the perfpages plugin), docs/index.md, an example suite and page
 that work as written, results/, tasks.py, a CI workflow and the `[tool.perfpages]` section of
-pyproject.toml. It never overwrites: if any of these exists, it writes nothing and says which.
+pyproject.toml. Everything is checked before anything is written: a path that leaves the
+repository (`--suites ../x`, a link out, a dangling link), a file where a directory must go, a
+directory it cannot write, a file that already exists — any of these and it writes nothing and
+says which. Each file is written atomically, and a write that still fails takes back the others.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import subprocess
-import tomllib
+from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from perfpages import __version__
+from perfpages.archive.writer import write_text_atomic
+from perfpages.cli import pyproject
 from perfpages.errors import PerfpagesError
 from perfpages.settings import DEFAULTS, PYPROJECT
 
 WORKFLOW = ".github/workflows/perfpages.yml"
-SECTION = """
-[tool.perfpages]
-suites = "{suites}"    # suite modules: {suites}/NAME.py
-results = "results"    # archived runs, one directory each (immutable once complete)
-# site-url = "https://example.org/"   # the published site: bench.cite links to run pages
-"""
+KEY = "perfpages init"
+AGAIN = "then run perfpages init again"
 
 
 @dataclass(frozen=True)
 class Planned:
     path: str  # relative to the repository root
     text: str
-    append: bool = False  # added to the end of an existing file (pyproject.toml)
+    edit: bool = False  # replaces an existing file with an edited copy (pyproject.toml)
 
 
 def _template(name: str) -> str:
@@ -42,33 +46,55 @@ def git_root(start: Path) -> Path:
     done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start,
                           capture_output=True, text=True)
     if done.returncode != 0:
-        raise PerfpagesError(f"{start} is not in a git repository", key="perfpages init",
+        raise PerfpagesError(f"{start} is not in a git repository", key=KEY,
                              fix="run `git init` first (runs record the commit they measured)")
-    return Path(done.stdout.strip())
+    return Path(done.stdout.strip()).resolve()
 
 
-def _project_name(root: Path) -> str:
-    try:
-        data = tomllib.loads((root / PYPROJECT).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return ""
-    name = data.get("project", {}).get("name", "")
-    return name if isinstance(name, str) else ""
-
-
-def install_command(root: Path) -> str:
+def install_command(pyproject_text: str) -> str:
     """How CI installs perfpages: this checkout itself in perfpages' own repository."""
-    if _project_name(root) == "perfpages":
+    if pyproject.project_name(pyproject_text) == "perfpages":
         return 'pip install -e ".[docs]"'
     return f'pip install "perfpages[docs]=={__version__}"'
 
 
+def suites_dir(suites: str) -> str:
+    """`--suites` as a normalised path inside the repository, relative to its root."""
+    fix = "give a directory inside the repository, relative to its root (e.g. benchmarks)"
+    if not suites.strip() or any(ord(ch) < 32 or ord(ch) == 127 for ch in suites):
+        raise PerfpagesError(f"not a directory name: {suites!r}", key="--suites", fix=fix)
+    if posixpath.isabs(suites) or Path(suites).is_absolute():
+        raise PerfpagesError(f"{suites} is an absolute path", key="--suites", fix=fix)
+    norm = posixpath.normpath(suites)
+    if norm == ".." or norm.startswith("../"):
+        raise PerfpagesError(f"{suites} is outside the repository", key="--suites", fix=fix)
+    if norm.split("/")[0] == ".git":
+        raise PerfpagesError(f"{suites} is inside .git", key="--suites", fix=fix)
+    clash = [t for t in targets(".") if norm == t or norm.startswith(t + "/")]
+    if clash:
+        raise PerfpagesError(f"{suites} clashes with {clash[0]}, a file init writes",
+                             key="--suites", fix=fix)
+    return norm
+
+
+def targets(suites: str) -> list[str]:
+    """Every path init writes, relative to the root; pyproject.toml last (it is the only edit,
+    so a failure before it leaves nothing of the user's changed)."""
+    return [posixpath.normpath(p) for p in (
+        "mkdocs.yml", "docs/index.md", "docs/performance/example/v1.md", f"{suites}/example.py",
+        f"{suites}/example/sort.sql", "results/.gitkeep", "tasks.py", WORKFLOW, PYPROJECT)]
+
+
 def plan(root: Path, suites: str = DEFAULTS["suites"],
          suites_list: str = "example") -> list[Planned]:
-    """What init writes; `suites_list`: the suites CI replays (tests/test_workflow.py)."""
+    """What init writes: each file's text, pyproject.toml's with `[tool.perfpages]` added (as it
+    is when the section is already there: `conflicts` names it); `suites_list`: the suites CI
+    replays (tests/test_workflow.py)."""
+    suites = suites_dir(suites)
+    existing = pyproject.read(root / PYPROJECT)
     name = re.sub(r"[^\w.-]+", "-", root.name) or "project"
     fill = {"{{name}}": name, "{{suites}}": suites, "{{suites_list}}": suites_list,
-            "{{install}}": install_command(root)}
+            "{{install}}": install_command(existing)}
 
     def text(template: str) -> str:
         out = _template(template)
@@ -76,57 +102,129 @@ def plan(root: Path, suites: str = DEFAULTS["suites"],
             out = out.replace(key, value)
         return out
 
-    section = SECTION.format(suites=suites)
-    pyproject = root / PYPROJECT
-    existing = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
-    return [
-        Planned("mkdocs.yml", text("mkdocs.yml")),
-        Planned("docs/index.md", text("index.md")),
-        Planned("docs/performance/example/v1.md", text("page.md")),
-        Planned(f"{suites}/example.py", text("suite.py")),
-        Planned(f"{suites}/example/sort.sql", text("sort.sql")),
-        Planned("results/.gitkeep", ""),
-        Planned("tasks.py", text("tasks.py")),
-        Planned(WORKFLOW, text("workflow.yml")),
-        Planned(PYPROJECT, ("\n" if existing and not existing.endswith("\n") else "")
-                + (section if existing else section.lstrip()), append=bool(existing)),
-    ]
+    where = root / PYPROJECT
+    edited = (existing if pyproject.has_settings(existing, where)
+              else pyproject.with_settings(existing, suites, where))
+    paths = targets(suites)
+    texts = [text("mkdocs.yml"), text("index.md"), text("page.md"), text("suite.py"),
+             text("sort.sql"), "", text("tasks.py"), text("workflow.yml")]
+    return [*(Planned(p, t) for p, t in zip(paths[:-1], texts, strict=True)),
+            Planned(PYPROJECT, edited, edit=True)]
+
+
+def _prefixes(root: Path, rel: str) -> Iterator[Path]:
+    """root/a, root/a/b, … root/rel."""
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        yield path
+
+
+def _shown(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _link_problem(root: Path, path: Path) -> tuple[str, str] | None:
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        real = None
+    if real is None or not real.exists():
+        return (f"{_shown(root, path)} is a dangling link (to {os.readlink(path)})",
+                f"remove the link, {AGAIN}")
+    if not real.is_relative_to(root):
+        return (f"{_shown(root, path)} links outside the repository (to {real})",
+                f"replace the link with a directory or file of its own, {AGAIN}")
+    return None
+
+
+def blocker(root: Path, rel: str, edit: bool = False) -> tuple[str, str] | None:
+    """Why init cannot write root/rel, and what to do (None: it can). A link anywhere on the way
+    must stay inside the repository and lead somewhere; a directory on the way must be one; the
+    directory written to (and a file edited) must be writable."""
+    target = root / rel
+    last_dir = root
+    for path in _prefixes(root, rel):
+        if path.is_symlink() and (problem := _link_problem(root, path)):
+            return problem
+        if path == target or not path.exists():
+            break
+        if not path.is_dir():
+            return (f"{_shown(root, path)} is a file where init needs a directory",
+                    f"move it aside, {AGAIN}")
+        last_dir = path
+    if edit and target.exists() and not target.resolve().is_file():
+        return f"{rel} is not a file", f"move it aside, {AGAIN}"
+    for place in (last_dir.resolve(), *([target.resolve()] if edit and target.exists() else [])):
+        if not os.access(place, os.W_OK | (os.X_OK if place.is_dir() else 0)):
+            return (f"{_shown(root, place) or '.'} is read-only",
+                    f"make it writable (or run init as its owner), {AGAIN}")
+    return None
 
 
 def conflicts(root: Path, planned: list[Planned]) -> list[str]:
-    """What init would overwrite: existing files, and a [tool.perfpages] section already there."""
-    found = [p.path for p in planned if not p.append and (root / p.path).exists()]
-    pyproject = root / PYPROJECT
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise PerfpagesError(f"not valid TOML: {exc}", where=pyproject,
-                                 fix="fix it before running perfpages init") from None
-        if "perfpages" in data.get("tool", {}):
-            found.append(f"{PYPROJECT} [tool.perfpages]")
+    """What init would overwrite: existing files (links too), and `[tool.perfpages]`."""
+    found = [p.path for p in planned if not p.edit and os.path.lexists(root / p.path)]
+    if pyproject.has_settings(pyproject.read(root / PYPROJECT), root / PYPROJECT):
+        found.append(f"{PYPROJECT} [tool.perfpages]")
     return found
 
 
+def _write_atomically(path: Path, text: str) -> None:
+    """The archive's atomic write (a temporary file beside `path`, renamed over it); an edited
+    file keeps its mode (a group-only pyproject.toml stays so)."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    write_text_atomic(path, text)
+    if mode is not None:
+        os.chmod(path, mode)
+
+
+def write(root: Path, planned: list[Planned]) -> list[str]:
+    """Write the checked plan; a failure removes what this call wrote (files, then the
+    directories it made) and is one line."""
+    made: list[Path] = []
+    written: list[Path] = []
+    try:
+        for item in planned:
+            path = root / item.path
+            missing = [p for p in reversed(path.parents) if p.is_relative_to(root)
+                       and not p.exists()]
+            for directory in missing:
+                directory.mkdir()
+                made.append(directory)
+            if item.edit:
+                path = path.resolve()  # a link inside the repository stays a link
+            _write_atomically(path, item.text)
+            written.append(path)
+    except OSError as exc:
+        for path in reversed(written):
+            path.unlink(missing_ok=True)  # only new files: the one edit is written last
+        for directory in reversed(made):
+            with suppress(OSError):
+                directory.rmdir()
+        failed = Path(exc.filename).parent if exc.filename else root
+        raise PerfpagesError(f"cannot write in {failed}: {exc.strerror}; nothing was written",
+                             where=root, key=KEY, fix=f"fix that, {AGAIN}") from None
+    return [item.path for item in planned]
+
+
 def init(start: Path, suites: str = DEFAULTS["suites"]) -> list[str]:
-    """Write the scaffold; returns the paths written. Refuses (writing nothing) to overwrite."""
+    """Check every path, then write the scaffold; returns the paths written. Refuses, writing
+    nothing, to overwrite, to leave the repository or to follow a link."""
     root = git_root(start)
+    suites = suites_dir(suites)
+    found = [blocker(root, rel, edit=rel == PYPROJECT) for rel in targets(suites)]
+    problems = list(dict.fromkeys(p for p in found if p))  # a file on the way blocks several
+    if problems:
+        (what, fix), more = problems[0], len(problems) - 1
+        also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise PerfpagesError(f"{what}{also}; nothing was written", where=root, key=KEY, fix=fix)
     planned = plan(root, suites)
     taken = conflicts(root, planned)
     if taken:
-        more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
-        raise PerfpagesError(f"{taken[0]} already exists{more}; nothing was written",
-                             where=root, key="perfpages init",
-                             fix="move it aside, or add perfpages by hand "
-                                 "(perfpages guide adopt)")
-    written = []
-    for item in planned:
-        path = root / item.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if item.append:
-            with path.open("a", encoding="utf-8") as f:
-                f.write(item.text)
-        else:
-            path.write_text(item.text, encoding="utf-8")
-        written.append(item.path)
-    return written
+        one = len(taken) == 1
+        raise PerfpagesError(f"{', '.join(taken)} already exist{'s' if one else ''}; nothing "
+                             "was written", where=root, key=KEY,
+                             fix=f"move {'it' if one else 'them'} aside, or add perfpages by "
+                                 "hand (perfpages guide adopt)")
+    return write(root, planned)

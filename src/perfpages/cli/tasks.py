@@ -230,7 +230,7 @@ def init(c: Context, suites: str = "benchmarks") -> None:
     def write(cmd: ModuleType, out: Any) -> int:
         written = scaffold.init(Path.cwd(), suites)
         for path in written:
-            out.print(f"wrote {path}", highlight=False)
+            out.print(f"wrote {path}", highlight=False, markup=False)
         out.print("next: perfpages bench.run --suite example --quick, then pin the run in "
                   "docs/performance/example/v1.md (the guide: perfpages guide adopt)",
                   highlight=False)
