@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import certification, decision, noise, saturation
+from perfpages.analysis import certification, decision, noise, saturation, transcribed
 from perfpages.analysis import changes as changes_table
 from perfpages.analysis.changes import cell_text, changes, metric_header
 from perfpages.analysis.changes import frame_cells as _cells
@@ -253,7 +253,9 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     return {
         "run": m.id, "title": m.title, "suite": m.suite, "scope": m.scope, "status": m.status,
         "started": m.started, "ended": m.ended, "labels": labels,
-        "method": method_text(m.method.rounds, m.method.order, rule),
+        "method": (transcribed.method_text(m.source, m.method.rounds, rule.min_rounds)
+                   if m.source is not None else
+                   method_text(m.method.rounds, m.method.order, rule)),
         "tables": [t.to_json() for t in block_tables(run, frame, labels)],
         "changes": table,
         **({"certification": [c.to_json() for c in certified]} if rule.exact else {}),
@@ -298,6 +300,8 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
     """Everything the report flags, a line each, from the data rather than from the printed
     text: `bench report` ends with them and `bench cite` carries them into a pull request."""
     out = [SCOPE_WARNINGS[run.manifest.scope]] if run.manifest.scope in SCOPE_WARNINGS else []
+    if run.manifest.source is not None:
+        out.append(run.manifest.source.note())
     bad: dict[tuple[str, str], dict[str, Any]] = {}  # (block, label) -> totals, parameter sets
     for (block, pkey, label, metric), c in _cells(frame[frame["metric"].isin(BAD)]).items():
         if c.max > 0:
