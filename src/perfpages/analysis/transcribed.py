@@ -189,17 +189,17 @@ def parse_column(header: str, path: Path, line: int | None, key: str) -> Column:
     if not known(name):
         raise _fail(path, line, where, f"unknown metric {name!r}",
                     "use a metric perfpages knows (throughput, tps, p50, p95, p99, p99.9, "
-                    "mean, min, max, errors …; docs/guide/metrics) or drop the unit to make "
-                    "it a parameter")
+                    "mean, min, max, errors …, listed in docs/guide/commands.md), or drop "
+                    "the unit to make it a parameter")
     expected = info(name).unit
     unit = match.group("unit").strip() if match else ""
     factors = _UNITS.get(expected, {expected: 1.0})
     if unit not in factors:
-        shown = f"({expected})" if expected else "no unit"
-        raise _fail(path, line, where,
-                    f"{name} is stored in {expected or 'no unit'}, not {unit or 'no unit'}",
-                    f"write the column as `{name} {shown}`" if expected else
-                    f"write the column as `{name}`")
+        what = (f"{name} without its unit" if not unit else
+                f"{name} in {unit!r}, not in " + " or ".join(factors) if expected else
+                f"{name} has no unit, not {unit!r}")
+        raise _fail(path, line, where, what, f"write the column as `{name} ({expected})`"
+                    if expected else f"write the column as `{name}`")
     stat = match.group("stat") if match else None
     stored = f"{name}.{stat}" if stat in GIVEN_BOUNDS else name
     return Column(header, "metric", stored, factors[unit])
@@ -348,10 +348,10 @@ def _check_cells(path: Path, table: Table) -> None:
         if (*cell, r.round) in first:
             before = first[(*cell, r.round)]
             shown = f"line {before.line}" if before.line else before.key
-            raise _fail(path, r.line, r.key, f"duplicate row: {r.label}, "
-                        f"{params_key(r.params) or 'no parameters'}"
-                        + (f", round {r.round}" if table.values == "rounds" else "")
-                        + f" is already on {shown}", "keep one row per cell and round")
+            cell_text = ", ".join([f"label {r.label}", *([pkey] if (pkey := params_key(
+                r.params)) else []), *([f"round {r.round}"] if table.values == "rounds" else [])])
+            raise _fail(path, r.line, r.key, f"duplicate row: {cell_text} is already on {shown}",
+                        "keep one row per cell (and round)")
         first[(*cell, r.round)] = r
         rounds.setdefault(cell, set()).add(r.round)
     n = table.rounds
