@@ -167,7 +167,8 @@ def _json(text: str, path: Path, meta: dict[str, Any]) -> list[tuple[int | None,
     return out
 
 
-def _fail(path: Path, line: int | None, key: str, what: str, fix: str) -> PerfpagesError:
+def _fail(path: Path, line: int | None, key: str | None, what: str,
+          fix: str) -> PerfpagesError:
     return PerfpagesError(what, where=path, line=line, key=key or None, fix=fix)
 
 
@@ -333,7 +334,7 @@ def _row(path: Path, line: int | None, key: str, raw: Any, columns: list[Column]
         median = metrics.get(base)
         if bound in GIVEN_BOUNDS and median is not None and (
                 value > median if bound == "min" else value < median):
-            raise _fail(path, line, key or None,  # type: ignore[arg-type]
+            raise _fail(path, line, key,
                         f"{base}: the given {bound} {value:g} is on the wrong side of its "
                         f"median {median:g}", "check the transcription: min ≤ median ≤ max")
     return Row(line, key, coords["block"], coords["label"], coords["round"], params, metrics)

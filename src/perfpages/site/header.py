@@ -124,11 +124,15 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         for i in items(loaded):
             where = f", block {escape.md(i.block)}" if i.block else ""
             lines.append(f"    - {link}{where}: {escape.md(i.text)}")
+    return _listed("warning", "Before the figures", "What is known about the runs this page "
+                   "pins (each run's page has the details):", lines)
+
+
+def _listed(kind: str, title: str, intro: str, lines: list[str]) -> str:
+    """An admonition listing `lines` under its intro; "" with nothing to list."""
     if not lines:
         return ""
-    return "\n".join(['!!! warning "Before the figures"', "",
-                      "    What is known about the runs this page pins (each run's page has "
-                      "the details):", "", *lines, "", ""])
+    return "\n".join([f'!!! {kind} "{title}"', "", f"    {intro}", "", *lines, "", ""])
 
 
 def not_measured(m: Manifest) -> list[str]:
@@ -151,11 +155,9 @@ def transcribed(runs: Mapping[str, Loaded]) -> str:
         source = loaded.manifest.source
         if source is not None:
             lines.append(f"    - {escape.code(alias)}: {source_link(source)}")
-    if not lines:
-        return ""
-    return "\n".join(['!!! note "Transcribed, not measured here"', "",
-                      "    The figures of these runs are transcribed from where they were "
-                      "published; perfpages did not measure them:", "", *lines, "", ""])
+    return _listed("note", "Transcribed, not measured here", "The figures of these runs are "
+                   "transcribed from where they were published; perfpages did not measure "
+                   "them:", lines)
 
 
 def machine(runs: Mapping[str, Loaded]) -> str:
