@@ -211,3 +211,11 @@ def test_the_manifest_holds_scope_and_source_together(tmp_path: Path) -> None:
         Manifest.from_json(without, "run.json")  # transcribed, but from nowhere
     with pytest.raises(ArchiveError):
         Manifest.from_json({**data, "scope": "full"}, "run.json")  # a measurement with a source
+
+
+def test_a_transcribed_run_is_never_replayed(tmp_path: Path) -> None:
+    from perfpages.run.replay import replay_options
+
+    run_dir = _import(tmp_path, PUBLISHED)
+    with pytest.raises(PerfpagesError, match="transcribed from its source, not measured here"):
+        replay_options(run_dir.parent, run_dir.name, tmp_path / "benchmarks", "test")
