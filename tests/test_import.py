@@ -143,7 +143,9 @@ def test_json_rows_read_like_csv(tmp_path: Path) -> None:
     ("label,p99 (ms),p99 (us)\na,1,2\n", "column 'p99 (us)' repeats 'p99 (ms)'"),
     ("label,kind,p99 (ms)\na,x,1\n", "'kind' is reserved"),
     ("label,p99 (ms)\na,1,2\n", ":2: more values than the header has columns"),
-])
+    ("label,label,p99 (ms)\na,b,1\n", ":1: column 'label' repeats 'label'"),
+    ("label,p99 (ms)\na,\"" + "9" * 200_000 + "\"\n", ":2: not readable as CSV (field larger"),
+], ids=lambda v: v[:60])
 def test_bad_tables_are_one_line_naming_where(tmp_path: Path, text: str,
                                               expected: str) -> None:
     path = tmp_path / "t.csv"

@@ -120,25 +120,29 @@ def read_table(path: Path) -> Table:
         raise PerfpagesError(f"larger than {MAX_BYTES >> 20} MiB", where=path,
                              fix="a published table is small: check the file")
     meta: dict[str, Any] = {}
-    records = _csv(text) if suffix == ".csv" else _json(text, path, meta)
+    records = _csv(text, path) if suffix == ".csv" else _json(text, path, meta)
     table = _table(path, records)
     table.suite = str(meta.get("suite") or "")
     table.title = str(meta.get("title") or "")
     return table
 
 
-def _csv(text: str) -> Iterator[tuple[int | None, str, dict[str, Any]]]:
+def _csv(text: str, path: Path) -> Iterator[tuple[int | None, str, Any]]:
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
-    for cells in reader:
-        if not any(c.strip() for c in cells):
-            continue
-        if header is None:
-            header = [c.strip() for c in cells]
-            yield reader.line_num, "", {h: h for h in header}  # the header, for its columns
-            continue
-        yield reader.line_num, "", dict(zip(header, cells, strict=False)) | (
-            {"": "\0"} if len(cells) > len(header) else {})
+    try:
+        for cells in reader:
+            if not any(c.strip() for c in cells):
+                continue
+            if header is None:
+                header = [c.strip() for c in cells]
+                yield reader.line_num, "", header  # the columns, repeats and all
+                continue
+            yield reader.line_num, "", dict(zip(header, cells, strict=False)) | (
+                {"": "\0"} if len(cells) > len(header) else {})
+    except csv.Error as exc:  # a NUL byte, an unclosed quote at the end, a huge field
+        raise PerfpagesError(f"not readable as CSV ({exc})", where=path, line=reader.line_num,
+                             fix="save the table as plain comma-separated text") from None
 
 
 def _json(text: str, path: Path, meta: dict[str, Any]) -> list[tuple[int | None, str, Any]]:
@@ -162,7 +166,7 @@ def _json(text: str, path: Path, meta: dict[str, Any]) -> list[tuple[int | None,
     if not isinstance(first, dict):
         raise PerfpagesError("a row is not an object", where=path, key="rows[0]",
                              fix="write each row as {\"label\": …, \"p99 (ms)\": …}")
-    out: list[tuple[int | None, str, Any]] = [(None, "rows", {k: k for k in first})]
+    out: list[tuple[int | None, str, Any]] = [(None, "rows", list(first))]
     out += [(None, f"rows[{i}]", row) for i, row in enumerate(data)]
     return out
 
