@@ -32,11 +32,13 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
     lines = [
         f"**{prose(m.title)}** — perfpages run {name}",
         "",
-        f"- date: {m.started[:10]} ({m.scope} run, {m.method.rounds} interleaved rounds)",
-        "- machine: " + prose(f"{machine.get('cpu')}, {machine.get('cores')} cores, "
-                              f"{machine.get('memory_gib')} GiB, Linux {machine.get('kernel')}, "
-                              f"Python {machine.get('python')}, PostgreSQL "
-                              f"{machine.get('postgresql') or 'n/a'}"),
+        *([f"- date: {m.started[:10]} ({m.scope} run, {m.method.rounds} interleaved rounds)",
+           "- machine: " + prose(f"{machine.get('cpu')}, {machine.get('cores')} cores, "
+                                 f"{machine.get('memory_gib')} GiB, Linux "
+                                 f"{machine.get('kernel')}, Python {machine.get('python')}, "
+                                 f"PostgreSQL {machine.get('postgresql') or 'n/a'}")]
+          if m.source is None else  # nothing of it ran on a machine here
+          [f"- archived: {m.started[:10]}, " + prose(m.source.note())]),
         f"- harness: perfpages {prose(m.harness.get('version'))} @ {commit}",
         "- pins:",
         *[f"  {p}" for p in pins],

@@ -16,7 +16,8 @@ from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
 
 SCOPES = {"quick": "a quick run (the suite's reduced sizes)",
-          "test": "a test run (a tiny run made by tests, not a measurement)"}
+          "test": "a test run (a tiny run made by tests, not a measurement)",
+          "transcribed": "transcribed from a published source, not measured here"}
 
 
 @dataclass(frozen=True)

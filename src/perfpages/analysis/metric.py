@@ -26,6 +26,10 @@ LATENCY_METRICS = (*PERCENTILES, "mean", "min", "max")
 COST_METRICS = ("cpu_ms", "pg_cpu_ms", "statements", "buffers_hit", "buffers_read",
                 "sent_bytes", "received_bytes")
 
+# A transcribed summary (perfpages import) stores the min and max its source gives beside a
+# metric's median as METRIC.min and METRIC.max: shown, never judged, never taken for rounds.
+GIVEN_BOUNDS = ("min", "max")
+
 _KNOWN: dict[str, MetricInfo] = {
     "throughput": MetricInfo("throughput", "throughput", "/s", True),
     "tps": MetricInfo("tps", "transactions", "/s", True),
@@ -71,11 +75,20 @@ def info(name: str) -> MetricInfo:
     """Known metrics by name; `*_ms` metrics are latencies; anything else has no direction."""
     if name in _KNOWN:
         return _KNOWN[name]
+    base, _, bound = name.rpartition(".")
+    if bound in GIVEN_BOUNDS and base in _KNOWN:  # a transcribed summary's given min or max
+        known = _KNOWN[base]
+        return MetricInfo(name, f"{known.title}, given {bound}", known.unit, None)
     if name.endswith("_ms"):
         return MetricInfo(name, name[:-3].replace("_", " "), "ms", False)
     if name.endswith("_per_s"):
         return MetricInfo(name, name[:-6].replace("_", " "), "/s", True)
     return MetricInfo(name, name, "", None)
+
+
+def known(name: str) -> bool:
+    """A metric perfpages has a unit and a direction for (what `perfpages import` accepts)."""
+    return name in _KNOWN
 
 
 def titled(name: str, unit: str) -> str:

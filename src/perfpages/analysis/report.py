@@ -9,7 +9,15 @@ from typing import Any
 
 import pandas as pd
 
-from perfpages.analysis import certification, crossrun, decision, noise, saturation
+from perfpages.analysis import (
+    certification,
+    crossrun,
+    decision,
+    machine_load,
+    noise,
+    saturation,
+    transcribed,
+)
 from perfpages.analysis import changes as changes_table
 from perfpages.analysis.changes import cell_text, changes, metric_header
 from perfpages.analysis.changes import frame_cells as _cells
@@ -43,21 +51,6 @@ class Table:
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "columns": self.columns, "rows": self.rows,
                 "notes": self.notes}
-
-
-def generator_cpu(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per HTTP cell, the load generator's busiest process's CPU over the rounds (% of one
-    core): median and max, and whether it was busy enough to set the pace (`decision`)."""
-    cells = _cells(frame[frame["metric"] == "generator_cpu_pct"])
-    return [{"block": block, "parameters": pkey, "label": label, "median": c.median,
-             "max": c.max, "busy": decision.generator_busy(c.max)}
-            for (block, pkey, label, _), c in cells.items()]
-
-
-def generator_line(x: dict[str, Any]) -> str:
-    return (f"{x['block']} / {x['label']} ({x['parameters'] or '—'}): the load generator's "
-            f"busiest process used up to {x['max']:.0f} % of a core (above "
-            f"{decision.GENERATOR_BUSY_PCT:g} %): it may have set the pace, not the subject")
 
 
 def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table]:
@@ -127,37 +120,6 @@ def noise_line(row: noise.Row) -> str:
             if row.clear else "")
     return (f"A/A (same build) {row.block}: {row.pair}, {row.metric}: {row.text} — the noise "
             f"floor{flag}")
-
-
-def window_load(run: Run) -> list[dict[str, Any]]:
-    """Per block and label, what the rest of the machine did during the measured windows that
-    recorded it: the most other processes and steal took, and how many windows were busy."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for w in run.windows:
-        if w.kind == "measure" and w.machine is not None:
-            entry = out.setdefault((w.block, w.label), {
-                "block": w.block, "label": w.label, "windows": 0, "busy": 0,
-                "others_max": 0.0, "steal_max": 0.0})
-            entry["windows"] += 1
-            entry["busy"] += preflight.busy(w.machine)
-            entry["others_max"] = max(entry["others_max"], w.machine.get("others_pct", 0.0))
-            entry["steal_max"] = max(entry["steal_max"], w.machine.get("steal_pct", 0.0))
-    return list(out.values())
-
-
-def load_warnings(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[str]:
-    """A busy preflight, and every block with windows on a busy machine."""
-    blocks: dict[str, list[dict[str, Any]]] = {}
-    for x in load:
-        blocks.setdefault(x["block"], []).append(x)
-    return [f"preflight {preflight.line(r)}" for r in records if r["busy"]] + [
-        f"{block}: the machine was busy in {sum(x['busy'] for x in xs)} of "
-        f"{sum(x['windows'] for x in xs)} windows ("
-        + ", ".join(f"{x['label']} {x['busy']}" for x in xs if x["busy"])
-        + f"; other processes up to {max(x['others_max'] for x in xs):.0f} % of a core, steal "
-        f"up to {max(x['steal_max'] for x in xs):.1f} %; busy: above {preflight.OTHERS_PCT:g} % "
-        f"or {preflight.STEAL_PCT:g} %)" for block, xs in blocks.items()
-        if any(x["busy"] for x in xs)]
 
 
 def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -234,9 +196,10 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     aa = noise.rows(aa_found)
     table = changes_table.table(found, rule, aa_found)
     certified = certification.certificates(found, aa_found) if rule.exact and not cross else []
-    checks, shared = preflight.read(run.path), window_load(run)
-    generator = generator_cpu(frame) if not cross else []
-    busy = load_warnings(checks, shared) + [generator_line(x) for x in generator if x["busy"]]
+    checks, shared = preflight.read(run.path), machine_load.windows(run)
+    generator = machine_load.generator_cpu(frame) if not cross else []
+    busy = machine_load.warnings(checks, shared) + [
+        machine_load.generator_line(x) for x in generator if x["busy"]]
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
     notes = list(run.notes) if not cross else crossrun.warnings(cross)
     flagged = notes + [noise_line(r) for r in aa if r.clear] + [
@@ -247,6 +210,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "labels": labels,
         **({"runs": crossrun.runs(cross, per_run)} if cross else {}),
         "method": (crossrun.method_text(cross, rule) if cross
+                   else transcribed.method_text(m.source, m.method.rounds, rule.min_rounds)
+                   if m.source is not None
                    else method_text(m.method.rounds, m.method.order, rule)),
         "tables": [t.to_json() for t in block_tables(run, frame, labels)],
         "changes": table,
@@ -296,6 +261,8 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
     (`scope=False`: the runs' scopes are stated elsewhere, per run.)"""
     out = ([SCOPE_WARNINGS[run.manifest.scope]]
            if scope and run.manifest.scope in SCOPE_WARNINGS else [])
+    if scope and run.manifest.source is not None:
+        out.append(run.manifest.source.note())
     bad: dict[tuple[str, str], dict[str, Any]] = {}  # (block, label) -> totals, parameter sets
     for (block, pkey, label, metric), c in _cells(frame[frame["metric"].isin(BAD)]).items():
         if c.max > 0:

@@ -12,7 +12,7 @@ from perfpages.archive import schema
 from perfpages.errors import ArchiveError
 
 Status = Literal["running", "partial", "complete", "failed"]
-Scope = Literal["full", "quick", "test", "synthetic"]
+Scope = Literal["full", "quick", "test", "synthetic", "transcribed"]
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 SHA_PREFIX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
@@ -165,6 +165,25 @@ class Block:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where a transcribed run's figures were published (`perfpages import`): they were not
+    measured here. `values`: "rounds" (per-round values as published) or "summary" (a median
+    with the given min and max, and percentiles, one value per cell)."""
+
+    title: str
+    url: str
+    date: str  # YYYY-MM-DD, as the source is dated
+    values: Literal["rounds", "summary"] = "rounds"
+
+    def note(self) -> str:
+        """How every report, citation and page says where the figures come from."""
+        return f"transcribed, not measured here: from “{self.title}” ({self.url}), {self.date}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "url": self.url, "date": self.date, "values": self.values}
+
+
+@dataclass(frozen=True)
 class Manifest:
     id: str
     suite: str
@@ -185,6 +204,7 @@ class Manifest:
     # did not record it.
     suite_repository: dict[str, Any] | None = None
     replay_of: str | None = None  # the id of the run this one replays (`bench replay`)
+    source: Source | None = None  # scope "transcribed" only: where its figures come from
 
     @property
     def date(self) -> str:
@@ -206,6 +226,7 @@ class Manifest:
             "method": self.method.to_json(),
             "blocks": {name: block.to_json() for name, block in self.blocks.items()},
             "machine": dict(self.machine),
+            **({"source": self.source.to_json()} if self.source is not None else {}),
         }
         if self.files:
             out["files"] = dict(sorted(self.files.items()))
@@ -245,4 +266,5 @@ class Manifest:
                    machine=data["machine"], blocks=blocks, ended=data.get("ended"),
                    files=data.get("files", {}), format_version=data["format_version"],
                    suite_repository=data.get("suite_repository"),
-                   replay_of=data.get("replay_of"))
+                   replay_of=data.get("replay_of"),
+                   source=Source(**data["source"]) if "source" in data else None)

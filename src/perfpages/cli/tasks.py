@@ -251,6 +251,24 @@ def guide(c: Context, page: str) -> None:
     _command(show)
 
 
+@task(name="import", positional=["file"], help={
+    "file": "the table: FILE.csv or FILE.json (layout: perfpages guide commands)",
+    "title": "the source's title (required)", "url": "where it was published, https://… "
+    "(required)", "date": "the day it was published, YYYY-MM-DD (required)",
+    "suite": "the run's suite name (default: the file's `suite`, else its name)",
+    "results": RESULTS_HELP})
+def import_(c: Context, file: str, title: str | None = None, url: str | None = None,
+            date: str | None = None, suite: str | None = None,
+            results: str | None = None) -> None:
+    """Archive a table measured elsewhere as a sealed run: transcribed, not measured here."""
+    from perfpages.cli import importer
+
+    s = _settings(results)
+    line = " ".join([program_name(), *sys.argv[1:]])
+    _command(lambda cmd, out: importer.import_table(s.results, file, title, url, date, suite,
+                                                    line, out))
+
+
 @task(help={"master": "HOST[:PORT] of the perfpages load's Locust master (port default 5557)",
             "once": "serve one run, then exit (default: one run after another until Ctrl-C)"})
 def worker(c: Context, master: str, once: bool = False) -> None:
@@ -280,6 +298,7 @@ loadgen.add_task(worker)
 
 ns = Collection(bench, docs, loadgen)
 ns.add_task(init)
+ns.add_task(import_, name="import")
 ns.add_task(render)
 ns.add_task(check_site)
 ns.add_task(guide)

@@ -49,10 +49,13 @@ def replay_options(results: Path, run_ref: str, benchmarks: Path, command: str) 
 
 def _replayable(run_dir: Path, m: Manifest) -> None:
     """Only a complete measurement is replayed."""
-    if m.status == "complete" and m.scope != "synthetic":
+    if m.status == "complete" and m.scope not in ("synthetic", "transcribed"):
         return
     if m.scope == "synthetic":
         what, fix = "holds generated values, not a measurement", "replay a measured run"
+    elif m.scope == "transcribed":
+        what, fix = ("is transcribed from its source, not measured here: there is no suite "
+                     "to replay"), "measure it with a suite of yours (`invoke bench.run`)"
     elif m.status == "failed":
         reason = failure(open_run(run_dir).windows)
         what = f"failed: {reason}" if reason else "failed"

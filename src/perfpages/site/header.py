@@ -19,11 +19,13 @@ from perfpages.analysis.decision import Rule
 from perfpages.analysis.method import machine_text
 from perfpages.analysis.warnings import Floor, Item, Pair, Windows
 from perfpages.archive import preflight
+from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run, open_run
 from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.facts import floor_drift
+from perfpages.site.macros import source_link
 from perfpages.site.pins import Pins
 from perfpages.site.store import Loaded, product_cache
 from perfpages.site.verdicts import aa_found
@@ -116,17 +118,47 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         for i in items(loaded):
             where = f", block {escape.md(i.block)}" if i.block else ""
             lines.append(f"    - {link}{where}: {escape.md(i.text)}")
+    return _listed("warning", "Before the figures", "What is known about the runs this page "
+                   "pins (each run's page has the details):", lines)
+
+
+def _listed(kind: str, title: str, intro: str, lines: list[str]) -> str:
+    """An admonition listing `lines` under its intro; "" with nothing to list."""
     if not lines:
         return ""
-    return "\n".join(['!!! warning "Before the figures"', "",
-                      "    What is known about the runs this page pins (each run's page has "
-                      "the details):", "", *lines, "", ""])
+    return "\n".join([f'!!! {kind} "{title}"', "", f"    {intro}", "", *lines, "", ""])
+
+
+def not_measured(m: Manifest) -> list[str]:
+    """The box atop a run's page whose figures are no measurement here: synthetic values, or
+    a table transcribed from its source."""
+    if m.scope == "synthetic":
+        return ['!!! warning "Synthetic run"', "",
+                "    Generated values written by the real archive writer: not a measurement.", ""]
+    if m.source is not None:
+        return ['!!! note "Transcribed, not measured here"', "", "    Figures transcribed from "
+                f"{source_link(m.source)}: perfpages did not measure them.", ""]
+    return []
+
+
+def transcribed(runs: Mapping[str, Loaded]) -> str:
+    """A note naming each pinned run whose figures were transcribed from elsewhere (`perfpages
+    import`): its source's title, link and date. "" when every run was measured here."""
+    lines = []
+    for alias, loaded in runs.items():
+        source = loaded.manifest.source
+        if source is not None:
+            lines.append(f"    - {escape.code(alias)}: {source_link(source)}")
+    return _listed("note", "Transcribed, not measured here", "The figures of these runs are "
+                   "transcribed from where they were published; perfpages did not measure "
+                   "them:", lines)
 
 
 def machine(runs: Mapping[str, Loaded]) -> str:
     """"Measured on …" for the pinned runs, or the note that they come from different
-    machines (CPU model or cores differ)."""
+    machines (CPU model or cores differ). Transcribed runs ran on no machine here."""
     groups: dict[tuple[str, str], list[str]] = {}
+    runs = {a: r for a, r in runs.items() if r.manifest.source is None}
     for alias, loaded in runs.items():
         m = loaded.manifest.machine
         groups.setdefault((str(m.get("cpu")), str(m.get("cores"))), []).append(alias)
@@ -148,8 +180,8 @@ def machine(runs: Mapping[str, Loaded]) -> str:
 
 def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
              run_pages: str | None = None) -> str:
-    """The whole header: the warning box, then the machine."""
-    return box(runs, page_src, run_pages) + machine(runs)
+    """The whole header: the warning box, transcribed runs' sources, then the machine."""
+    return box(runs, page_src, run_pages) + transcribed(runs) + machine(runs)
 
 
 def under_title(text: str, header: str) -> str:

@@ -27,6 +27,7 @@ from perfpages.analysis.metric import (
 )
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
 from perfpages.archive import files
+from perfpages.archive.manifest import Source
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
@@ -159,7 +160,14 @@ class Macros:
             for other in extra:
                 line += self._change_cell(grid, change, other, r, rows, columns, exact)
             body.append(line)
-        return "\n\n" + escape.table(header, body) + "\n\n"
+        return "\n\n" + escape.table(header, body) + "\n\n" + self._sources(found)
+
+    def _sources(self, found: list[Found]) -> str:
+        """Beside a table of transcribed cells: where they were published, not measured."""
+        sources = dict.fromkeys(s for f in found
+                                if (s := self.pins.runs[f.run].manifest.source) is not None)
+        return "".join(f"*Transcribed, not measured here: {source_link(s)}.*\n\n"
+                       for s in sources)
 
     def _change_columns(self, base: str | None, rows: str, columns: str, row_keys: list[Any],
                         col_keys: list[Any]) -> list[Any]:
@@ -309,6 +317,11 @@ class Macros:
                     ("⚠ " if row.clear else "") + f"{row.clear} of {len(row.changes)}",
                     escape.md(f"±{format_number(row.spread * 100, digits)} %")])
         return "\n\n" + escape.table(header, body) + "\n\n"
+
+
+def source_link(source: Source) -> str:
+    """"[title](url), date": the schema holds the URL to http(s) without ( ) [ ] < > or spaces."""
+    return f"[{escape.md(source.title)}]({source.url}), {escape.md(source.date)}"
 
 
 def given(text: object) -> str:

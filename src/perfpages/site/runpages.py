@@ -122,9 +122,7 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) ->
     # The theme prints a page's title unescaped in <title>: give it one that is already escaped.
     out = ["---", f"title: {json.dumps(html.escape(m.title))}", "---", "",
            f"# {escape.md(m.title)}", ""]
-    if m.scope == "synthetic":
-        out += ['!!! warning "Synthetic run"', "",
-                "    Generated values written by the real archive writer: not a measurement.", ""]
+    out += header.not_measured(m)
     if m.status != "complete":
         out += [f'!!! warning "{escape.md(m.status.capitalize())} run"', "",
                 f"    This run is {escape.md(m.status)}: pages cannot pin it and it cannot be "

@@ -1,0 +1,60 @@
+"""The machine's load during a run, as reports state it: the load generator's own CPU per HTTP
+cell, the preflight checks, and the measured windows during which other processes or steal
+kept the machine busy (archive.preflight decides what is busy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from perfpages.analysis import decision
+from perfpages.analysis.changes import frame_cells
+from perfpages.archive import preflight
+from perfpages.archive.reader import Run
+
+
+def generator_cpu(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per HTTP cell, the load generator's busiest process's CPU over the rounds (% of one
+    core): median and max, and whether it was busy enough to set the pace (`decision`)."""
+    cells = frame_cells(frame[frame["metric"] == "generator_cpu_pct"])
+    return [{"block": block, "parameters": pkey, "label": label, "median": c.median,
+             "max": c.max, "busy": decision.generator_busy(c.max)}
+            for (block, pkey, label, _), c in cells.items()]
+
+
+def generator_line(x: dict[str, Any]) -> str:
+    return (f"{x['block']} / {x['label']} ({x['parameters'] or '—'}): the load generator's "
+            f"busiest process used up to {x['max']:.0f} % of a core (above "
+            f"{decision.GENERATOR_BUSY_PCT:g} %): it may have set the pace, not the subject")
+
+
+def windows(run: Run) -> list[dict[str, Any]]:
+    """Per block and label, what the rest of the machine did during the measured windows that
+    recorded it: the most other processes and steal took, and how many windows were busy."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for w in run.windows:
+        if w.kind == "measure" and w.machine is not None:
+            entry = out.setdefault((w.block, w.label), {
+                "block": w.block, "label": w.label, "windows": 0, "busy": 0,
+                "others_max": 0.0, "steal_max": 0.0})
+            entry["windows"] += 1
+            entry["busy"] += preflight.busy(w.machine)
+            entry["others_max"] = max(entry["others_max"], w.machine.get("others_pct", 0.0))
+            entry["steal_max"] = max(entry["steal_max"], w.machine.get("steal_pct", 0.0))
+    return list(out.values())
+
+
+def warnings(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[str]:
+    """A busy preflight, and every block with windows on a busy machine."""
+    blocks: dict[str, list[dict[str, Any]]] = {}
+    for x in load:
+        blocks.setdefault(x["block"], []).append(x)
+    return [f"preflight {preflight.line(r)}" for r in records if r["busy"]] + [
+        f"{block}: the machine was busy in {sum(x['busy'] for x in xs)} of "
+        f"{sum(x['windows'] for x in xs)} windows ("
+        + ", ".join(f"{x['label']} {x['busy']}" for x in xs if x["busy"])
+        + f"; other processes up to {max(x['others_max'] for x in xs):.0f} % of a core, steal "
+        f"up to {max(x['steal_max'] for x in xs):.1f} %; busy: above {preflight.OTHERS_PCT:g} % "
+        f"or {preflight.STEAL_PCT:g} %)" for block, xs in blocks.items()
+        if any(x["busy"] for x in xs)]

@@ -1,0 +1,78 @@
+"""`perfpages import FILE`: a table measured elsewhere, archived as a sealed run of scope
+`transcribed` with its source, through the same writer and seal as every run."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+
+from perfpages.analysis import transcribed
+from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin, Source
+from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
+from perfpages.cli.console import as_called
+from perfpages.errors import PerfpagesError
+from perfpages.run.machine import harness
+
+# Nothing was measured on this machine: a transcribed run records none (bench cite and the
+# pages say "transcribed, not measured here" instead of naming a machine).
+MACHINE = {"cpu": "not recorded: transcribed from its source", "cores": None,
+           "memory_gib": None, "kernel": "", "python": ""}
+PIN_NOTE = "transcribed: nothing was installed or run here"
+NOTES = {"rounds": "per-round values transcribed as published: each row is one round",
+         "summary": "a summary transcribed as published: one given value per cell (a median, "
+                    "with its given min and max as METRIC.min and METRIC.max); no rounds"}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-.")
+
+
+def manifest_for(table: transcribed.Table, source: Source, suite: str, run_id: str,
+                 command: str) -> Manifest:
+    """The run.json of a transcribed run: labels pinned to nothing, no machine, no rule."""
+    return Manifest(
+        id=run_id, suite=suite, title=table.title or f"{source.title} (transcribed)",
+        scope="transcribed", status="running", started=utc_now(), command=command,
+        harness=harness(),
+        labels={name: Label(name, Pin("none", note=PIN_NOTE)) for name in table.labels},
+        method=Method(rounds=table.rounds, order="fixed", notes=NOTES[table.values]),
+        machine=dict(MACHINE),
+        blocks={name: Block(name, metrics=tuple(metrics), parameters=tuple(params))
+                for name, (metrics, params) in table.blocks.items()},
+        source=source)
+
+
+def import_table(results: Path, file: str, title: str | None, url: str | None,
+                 day: str | None, suite: str | None, command: str, console: Console) -> int:
+    """Check the source and the whole table, then write and seal the run; on any problem one
+    error line, and no run directory left behind."""
+    source = transcribed.check_source(title, url, day)
+    path = Path(file)
+    table = transcribed.read_table(path)
+    source = replace(source, values=table.values)
+    name = _slug(suite or table.suite or path.stem)
+    if not name:
+        raise PerfpagesError(f"no suite name in {suite or path.stem!r}", key="--suite",
+                             fix="name it with letters or digits: --suite NAME")
+    manifest = manifest_for(table, source, name, new_run_id(results, name, "transcribed"),
+                            command)
+    writer = ArchiveWriter.create(results, manifest)
+    try:
+        for window in transcribed.windows(table, source):
+            writer.append(window)
+        writer.finish("complete")
+    except BaseException:
+        writer.abandon()  # releases the lock; the run was never complete: take it back
+        shutil.rmtree(writer.run_dir, ignore_errors=True)
+        raise
+    shown = f"{len(table.rows)} rows, {len(table.labels)} labels, " + (
+        f"{table.rounds} rounds" if table.values == "rounds" else "a summary (no rounds)")
+    console.print(f"complete: {writer.run_dir} (transcribed from {source.title!r}: {shown})",
+                  highlight=False, markup=False, emoji=False)
+    console.print(as_called(f"verify: invoke bench.verify --run {manifest.id} --results "
+                            f"{results}"), highlight=False, markup=False, emoji=False)
+    return 0
