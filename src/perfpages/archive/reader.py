@@ -115,6 +115,22 @@ def lifecycle_notes(run_dir: Path, manifest: Manifest, windows: Iterable[Window]
     return []
 
 
+def incomplete(run_dir: Path, manifest: Manifest) -> tuple[str, str] | None:
+    """Why a run is no complete measurement to replay or compare, as (what, what to do), or
+    None when it is complete: what `bench.replay` and `--claims-only` both refuse."""
+    m = manifest
+    if m.status == "complete":
+        return None
+    if m.status == "failed":
+        reason = failure(open_run(run_dir).windows)
+        return (f"failed: {reason}" if reason else "failed",
+                "replay a complete run; fix the cause and start a new run of the suite")
+    if m.status == "partial" or "writer dead" in status_text(run_dir, m):
+        return (f"is {status_text(run_dir, m)}",
+                f"resume it with `invoke bench.run --suite {m.suite} --resume {m.id}`")
+    return f"is still {status_text(run_dir, m)}", "replay it once it is complete"
+
+
 def read_manifest(run_dir: Path) -> Manifest:
     where = run_dir / RUN_FILE
     if run_dir.is_symlink():
@@ -341,6 +357,15 @@ def find_runs(results_dir: Path | str) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
+
+
+def runs_in(results_dir: Path | str) -> list[Path]:
+    """`find_runs` for a command that lists or checks runs: a results directory that is not
+    there is an error (a typo in --results never reads as "no runs, all fine")."""
+    if not Path(results_dir).is_dir():
+        raise ArchiveError("no such results directory", where=results_dir,
+                           fix="pass the directory that holds the runs with --results")
+    return find_runs(results_dir)
 
 
 def resolve(results_dir: Path | str, ref: str | None) -> Path:

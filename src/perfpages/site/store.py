@@ -167,6 +167,12 @@ def cache_key(run_dir: Path, code: str) -> str:
     return digest.hexdigest() + "-" + code
 
 
+def entry_path(cache_dir: Path, product: str, run_dir: Path, key: str) -> Path:
+    """Where a run's cache entry of `product` (cells, histograms, pages…) under `key` lives."""
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return cache_dir / product / f"{run_dir.name}.{name}.json"
+
+
 def _checksum(key: str, data: Any) -> str:
     body = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(f"{key}\0{body}".encode()).hexdigest()
@@ -221,10 +227,8 @@ class RunStore:
         self._code = code_hash()
 
     def _cache_file(self, run_dir: Path, key: str, product: str = "cells") -> Path | None:
-        if self.cache_dir is None:
-            return None
-        name = hashlib.sha256(key.encode()).hexdigest()[:24]
-        return self.cache_dir / product / f"{run_dir.name}.{name}.json"
+        return None if self.cache_dir is None else entry_path(self.cache_dir, product, run_dir,
+                                                              key)
 
     def get(self, run_id: str) -> Loaded:
         """A run's manifest and cells, validated (raises ArchiveError on any problem)."""
