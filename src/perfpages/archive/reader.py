@@ -10,6 +10,7 @@ import fcntl
 import itertools
 import json
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,6 +265,19 @@ Fingerprint = tuple[tuple[str, int, int, int, int], ...]
 _INTACT: dict[Path, Fingerprint] = {}
 
 
+# A run is recorded intact only when no file changed in the SETTLE_NS before its fingerprint was
+# taken: the kernel stamps ctime from a coarse clock, so a write in the same tick as the check
+# could otherwise leave the fingerprint as it was (git's "racy index" rule).
+SETTLE_NS = 100_000_000
+
+
+def settled(stamp: Fingerprint, taken_ns: int) -> Fingerprint | None:
+    """`stamp` when it may be recorded as the one of an intact run (see SETTLE_NS), else None:
+    the next reader then checks the run in full again."""
+    newest = max((f[3] for f in stamp), default=0)
+    return stamp if newest < taken_ns - SETTLE_NS else None
+
+
 def fingerprint(run_dir: Path) -> Fingerprint:
     """Every file's name, size, mtime, ctime and inode: any write to a run changes it (ctime
     cannot be set back by hand), so a run whose fingerprint is the one it had when it was last
@@ -325,6 +339,7 @@ def open_run(run_dir: Path | str) -> Run:
     ArchiveError. A run this process already found intact, unchanged since (its
     fingerprint), has only its windows read again."""
     run_dir = Path(run_dir)
+    taken = time.time_ns()
     before = fingerprint(run_dir)
     manifest = read_manifest(run_dir)
     known = _INTACT.get(run_dir.absolute()) == before
@@ -334,21 +349,23 @@ def open_run(run_dir: Path | str) -> Run:
         windows, problems, notes, _, _ = _check(run_dir, manifest)
     if problems:
         raise problems[0]
-    if not known:
+    if not known and settled(before, taken):
         _INTACT[run_dir.absolute()] = before
     notes = lifecycle_notes(run_dir, manifest, windows) + notes
     return Run(path=run_dir, manifest=manifest, windows=windows, notes=notes)
 
 
-def intact(run_dir: Path, known: Fingerprint | None = None) -> Fingerprint:
-    """The run's fingerprint once it is intact: unchanged since `known` (a fingerprint recorded
-    when it last was), or found intact by the full check now; raises the first problem.
+def intact(run_dir: Path, known: Fingerprint | None = None) -> Fingerprint | None:
+    """Raise the run's first problem, unless it is unchanged since `known` (a fingerprint
+    recorded when it last passed the full check) or since this process found it intact; return
+    the fingerprint to record for it now (None while its files changed too recently: `settled`).
     What a cache of a run's derived data is keyed on."""
     run_dir = Path(run_dir)
+    taken = time.time_ns()
     now = fingerprint(run_dir)
     if now != known and _INTACT.get(run_dir.absolute()) != now:
         open_run(run_dir)
-    return now
+    return settled(now, taken)
 
 
 def find_runs(results_dir: Path | str) -> list[Path]:

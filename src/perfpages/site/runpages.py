@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from perfpages.archive.reader import (
     intact,
     open_run,
     read_manifest,
+    settled,
 )
 from perfpages.archive.seal import added, added_text
 from perfpages.errors import AnalysisError, PerfpagesError
@@ -310,12 +312,12 @@ class RunPages:
             saved = read_entry(cache, key) if cache is not None else None
             if isinstance(saved, dict) and {"markdown", "texts", "warnings"} <= set(saved):
                 known = tuple(tuple(f) for f in saved.get("fingerprint") or ())
-                stamp = intact(run_dir, known)  # unchanged since its full check, or checked now
+                recorded = intact(run_dir, known)  # unchanged since its full check, or checked
                 text, texts, short = saved["markdown"], saved["texts"], saved["warnings"]
-                if stamp != known and cache is not None:
-                    write_entry(cache, key, {**saved, "fingerprint": stamp})
+                if recorded != known and cache is not None:
+                    write_entry(cache, key, {**saved, "fingerprint": recorded})
             else:  # not cached, or its entry edited: open_run names the problem
-                stamp = fingerprint(run_dir)
+                taken, stamp = time.time_ns(), fingerprint(run_dir)
                 run = open_run(run_dir)
                 shown = readable(run)
                 text = render(run, self.site_url, shown)
@@ -323,7 +325,7 @@ class RunPages:
                 short = _warnings(self.store, run_dir.name) \
                     if manifest.status == "complete" else "—"
                 if cache is not None:  # one file, written whole: never half a page
-                    write_entry(cache, key, {"fingerprint": stamp, "markdown": text,
+                    write_entry(cache, key, {"fingerprint": settled(stamp, taken), "markdown": text,
                                              "texts": texts, "warnings": short})
         except Exception as exc:  # one odd run never stops every build: a line, not a traceback
             problem = str(exc) if isinstance(exc, PerfpagesError) else (

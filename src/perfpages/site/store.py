@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from perfpages.archive.reader import (
     intact,
     open_run,
     read_manifest,
+    settled,
     sha256_file,
 )
 from perfpages.archive.window import params_key
@@ -247,15 +249,17 @@ class RunStore:
             # The entry's cells, once the run is intact: unchanged since the full check that
             # recorded them, or checked in full now (a fresh checkout, the seal edited).
             known = _fingerprint(saved)
-            stamp = intact(run_dir, known)  # type: ignore[arg-type]
+            recorded = intact(run_dir, known)  # type: ignore[arg-type]
             cells, floors = found
-            if stamp != known and cache is not None:
-                write_entry(cache, key, {**saved, "fingerprint": stamp})
+            if recorded != known and cache is not None:
+                write_entry(cache, key, {**saved, "fingerprint": recorded})
         else:  # not cached, or its entry edited: open_run validates and names any problem
+            taken = time.time_ns()
+            stamp = fingerprint(run_dir)
             run = open_run(run_dir)
             manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
             if cache is not None:
-                write_entry(cache, key, {"fingerprint": stamp,
+                write_entry(cache, key, {"fingerprint": settled(stamp, taken),
                                          "cells": [c.__dict__ for c in cells],
                                          "floors": [c.__dict__ for c in floors]})
         hists = self._cache_file(run_dir, key, "histograms") if cache is not None else None
