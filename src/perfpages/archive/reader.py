@@ -296,20 +296,18 @@ def fingerprint(run_dir: Path) -> Fingerprint:
     return tuple(sorted(out))
 
 
-def _check(run_dir: Path, manifest: Manifest, *, contents: bool = True
-           ) -> tuple[list[Window], list[ArchiveError], list[str], list[str], files.Size | None]:
+def _check(run_dir: Path, manifest: Manifest
+           ) -> tuple[list[Window], list[ArchiveError], list[str], list[str], files.Size]:
     """The one set of checks every command and the site apply: results.jsonl's windows, the
-    files against the seal, and (with `contents`) every .gz inflating within its bound and every
-    samples file readable. (windows, problems in reading order, notes of the lines, notes of the
-    seal, size)."""
+    files against the seal, every .gz inflating within its bound and every samples file
+    readable. (windows, problems in reading order, notes of the lines, notes of the seal,
+    size)."""
     windows, lines, notes = _scan(run_dir, manifest)
     stored, sealed = seal.check(run_dir, manifest)
-    size, unreadable = None, []
-    if contents:
-        # A file already named (changed since sealing, a link) is not read to say it again.
-        skip = {p.where or "" for p in stored}
-        size, unreadable = files.check(run_dir, skip=skip)
-        unreadable += samples.problems(run_dir, skip | {p.where or "" for p in unreadable})
+    # A file already named (changed since sealing, a link) is not read to say it again.
+    skip = {p.where or "" for p in stored}
+    size, unreadable = files.check(run_dir, skip=skip)
+    unreadable += samples.problems(run_dir, skip | {p.where or "" for p in unreadable})
     unique = {str(p): p for p in _ordered(run_dir, lines, stored + unreadable)}
     return windows, list(unique.values()), notes, sealed, size
 

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfpages.archive import files, schema
+from perfpages.archive import files, schema, seal
 from perfpages.archive.files import path_part
 from perfpages.errors import ArchiveError
 
@@ -68,9 +68,11 @@ def problems(run_dir: Path, skip: Collection[str] = ()) -> list[ArchiveError]:
     refuse, so no command passes a file that a page then cannot draw. Files named in `skip`
     (already reported, e.g. changed since sealing) are not read again."""
     out = []
-    for name in files.names(run_dir, "samples/**/*.csv"):
-        stored = files.locate(run_dir, name)
-        if stored is None or schema.one_line(str(stored)) in skip:
+    listed, _ = seal.walk(run_dir)  # never through a link (seal.check reports those)
+    for stored in listed:
+        name = files.plain_name(stored)
+        if not (name.startswith("samples/") and name.endswith(".csv")) or \
+                schema.one_line(str(run_dir / stored)) in skip:
             continue
         try:
             read(run_dir, name)

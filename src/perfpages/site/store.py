@@ -28,6 +28,7 @@ from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import (
     RUN_FILE,
     SEAL_FILE,
+    Fingerprint,
     Run,
     find_runs,
     fingerprint,
@@ -211,7 +212,7 @@ def _cells(saved: Any) -> tuple[list[Record], list[Record]] | None:
         return None
 
 
-def _fingerprint(saved: Any) -> object:
+def _fingerprint(saved: Any) -> Fingerprint | None:
     """The fingerprint an entry recorded, as `fingerprint` returns it (JSON made it lists)."""
     try:
         return tuple(tuple(f) for f in saved["fingerprint"])
@@ -235,7 +236,7 @@ class RunStore:
     def get(self, run_id: str) -> Loaded:
         """A run's manifest and cells, validated (raises ArchiveError on any problem)."""
         run_dir = self.results_dir / run_id
-        stamp = fingerprint(run_dir)
+        taken, stamp = time.time_ns(), fingerprint(run_dir)
         cached = self._loaded.get(run_id)
         if cached and cached[0] == stamp:
             return cached[1]
@@ -249,13 +250,11 @@ class RunStore:
             # The entry's cells, once the run is intact: unchanged since the full check that
             # recorded them, or checked in full now (a fresh checkout, the seal edited).
             known = _fingerprint(saved)
-            recorded = intact(run_dir, known)  # type: ignore[arg-type]
+            recorded = intact(run_dir, known)
             cells, floors = found
             if recorded != known and cache is not None:
                 write_entry(cache, key, {**saved, "fingerprint": recorded})
         else:  # not cached, or its entry edited: open_run validates and names any problem
-            taken = time.time_ns()
-            stamp = fingerprint(run_dir)
             run = open_run(run_dir)
             manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
             if cache is not None:
