@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from hdrh.histogram import HdrHistogram
 from rich.console import Console
 
 from perfpages.archive import seal
+from perfpages.archive.files import gzip_bytes
 from perfpages.archive.reader import archived_files
 from perfpages.cli import console
 
@@ -165,6 +167,29 @@ def edit_seal(run_dir: Path) -> None:
     data = json.loads((run_dir / "seal.json").read_text())
     data["files"]["results.jsonl"] = "0" * 64
     (run_dir / "seal.json").write_text(json.dumps(data))
+
+
+SAMPLE = "samples/callers/v1.0/r1-call-lookup-callers-32.csv"
+CSV = b"offset_s,latency_ms,service_ms,status,process\n" + b"0.001,1.5,1.2,200,0\n" * 400
+
+
+def stored(run_dir: Path, name: str, data: bytes) -> None:
+    """A file sealed with the run (resealed): only the content checks can object to it."""
+    (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+    (run_dir / name).write_bytes(data)
+    reseal(run_dir)
+
+
+def bad_crc() -> bytes:
+    good = gzip_bytes(b"2026-11-30 11:33:00 INFO GET /item 200\n" * 1000)
+    return good[:-8] + bytes([good[-8] ^ 0xFF]) + good[-7:]
+
+
+def bomb() -> bytes:
+    """257 MiB of zeros in one gzip member of ~260 KB: past files.MAX_PLAIN_BYTES."""
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(1 << 20)
+    return b"".join(deflate.compress(zeros) for _ in range(257)) + deflate.flush()
 
 
 def measured(w: dict) -> bool:
@@ -329,6 +354,21 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "manifest of 17 MiB": (
         lambda d: (d / "run.json").write_text((d / "run.json").read_text() + " " * (17 << 20)),
         r"run\.json: larger than 16 MiB — "),
+    # Contents the site refuses, resealed: every command refuses them too (one reader).
+    "samples garbage": (lambda d: stored(d, SAMPLE, b"\x00\xff garbage\n"),
+                        rf"{SAMPLE}:1: not a samples file \(its header is not offset_s,"),
+    "samples empty": (lambda d: stored(d, SAMPLE, b""), rf"{SAMPLE}:1: not a samples file"),
+    "samples wrongly headed": (lambda d: stored(d, SAMPLE, b"at_s,latency_ms\n0.1,2\n"),
+                               rf"{SAMPLE}:1: not a samples file"),
+    "samples NaN": (lambda d: stored(d, SAMPLE, CSV + b"0.5,NaN,1,200,0\n"),
+                    rf"{SAMPLE}:402: not a sample: '0\.5,NaN,1,200,0' — "),
+    "samples .gz cut short": (lambda d: stored(d, SAMPLE + ".gz", gzip_bytes(CSV)[:-30]),
+                              rf"{SAMPLE}\.gz: not a readable gzip file \(cut short\) — "),
+    "diagnostics .gz of a bad CRC": (
+        lambda d: stored(d, "diagnostics/server.log.gz", bad_crc()),
+        r"diagnostics/server\.log\.gz: not a readable gzip file \(incorrect data check\) — "),
+    "decompression bomb": (lambda d: stored(d, "diagnostics/bomb.log.gz", bomb()),
+                           r"diagnostics/bomb\.log\.gz: decompresses to more than 256 MiB — "),
     # Links and special files: refused, never followed out of the run.
     "symlink out of the run": (lambda d: link(d, "diagnostics/passwd", "/etc/passwd"),
                                r"diagnostics/passwd: a symbolic link — a run holds only regular "
@@ -395,3 +435,47 @@ def test_partial_run_cannot_be_cited(scratch_run: Path, capsys: pytest.CaptureFi
     assert code == 1
     err = capsys.readouterr().err
     assert "run is partial, not complete — only complete runs can be cited" in err
+
+
+def test_bench_list_and_verify_exit_1_for_a_missing_results_path(tmp_path: Path) -> None:
+    for task in ("bench.list", "bench.verify"):
+        done = subprocess.run([sys.executable, "-m", "perfpages", task, "--results",
+                               str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True,
+                              text=True)
+        assert done.returncode == 1, task
+        assert done.stderr == (f"error: {tmp_path / 'nowhere'}: no such results directory — "
+                               "pass the directory that holds the runs with --results\n")
+
+
+def partial_copy(run_dir: Path, run_id: str) -> Path:
+    """A partial run of the same suite beside `run_dir` (unsealed, as the writer leaves it)."""
+    copy = run_dir.parent / run_id
+    shutil.copytree(run_dir, copy)
+    edit_manifest(copy, lambda m: (m.update(id=run_id, status="partial"), m.pop("files")))
+    (copy / "seal.json").unlink()
+    return copy
+
+
+def test_claims_only_refuses_what_bench_replay_refuses(scratch_run: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    from perfpages.cli.replay import print_reproduction
+
+    partial = partial_copy(scratch_run, "2026-11-02-synthetic-partial")
+    mkdocs = tmp_path / "mkdocs.yml"
+    mkdocs.write_text("site_name: t\nplugins: [perfpages]\n")
+
+    def claims_only(ref: str, other: str) -> str:
+        code = console.run_command(lambda out: print_reproduction(
+            scratch_run.parent, ref, other, "md", out, mkdocs=mkdocs, suites=tmp_path))
+        assert code == 1
+        return capsys.readouterr().err
+
+    resume = "resume it with `invoke bench.run --suite synthetic --resume"
+    assert claims_only(partial.name, scratch_run.name) == (
+        f"error: bench.replay: run {partial.name} is partial — {resume} {partial.name}`\n")
+    assert claims_only(scratch_run.name, partial.name) == (
+        f"error: --claims-only: run {partial.name} is partial — {resume} {partial.name}`\n")
+    mkdocs.write_text("site_name: t\nplugins: [perfpages\n")  # refused before any run is read
+    assert claims_only(scratch_run.name, partial.name).startswith(
+        f"error: {mkdocs}: not valid YAML: ")

@@ -31,7 +31,7 @@ LEGACY = ROOT / "tests" / "fixtures" / "results" / "2026-11-01-synthetic-demo"
 RUN = "2026-11-30-compressed"
 LOG = "".join(f"2026-11-30 11:33:{i % 60:02d} INFO GET /item?id={i} 200 {i * 7 % 13} ms\n"
               for i in range(12_000))  # ~700 KB, over the 256 KiB threshold
-CSV = "at_s,latency_ms,status\n" + "".join(f"{i / 1000:.3f},{1 + i % 9 / 10:.3f},200\n"
+CSV = "offset_s,latency_ms,status\n" + "".join(f"{i / 1000:.3f},{1 + i % 9 / 10:.3f},200\n"
                                            for i in range(20_000))
 SUMMARY = {"database": {"buffer_hit_ratio": 0.98, "temp_files": 0, "temp_bytes": 0,
                         "blk_read_time": 1.5},

@@ -247,7 +247,7 @@ def test_a_damaged_cache_is_read_again_from_the_archive(results: Path, tmp_path:
         saved.write_text(damage)  # a build killed mid-write by an older version, a stray edit
         again = RunStore(results, cache).get(DEMO)
         assert again.cells == first.cells and again.floors == first.floors
-        assert json.loads(saved.read_text())["cells"]  # rewritten whole
+        assert json.loads(saved.read_text())["data"]["cells"]  # rewritten whole
 
 
 @pytest.mark.parametrize(("macro", "says"), [

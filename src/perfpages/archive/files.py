@@ -9,6 +9,7 @@ is one ArchiveError naming the file (never a MemoryError), and a corrupt one is 
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from collections import deque
@@ -43,6 +44,11 @@ def gzip_bytes(data: bytes) -> bytes:
     deflate = zlib.compressobj(LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
     body = deflate.compress(data) + deflate.flush()
     return _HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def path_part(text: str) -> str:
+    """A label or parameter set as one safe path segment (diagnostics/BLOCK/<this>/…)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "x"
 
 
 def plain_name(name: str) -> str:

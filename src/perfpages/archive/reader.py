@@ -10,12 +10,13 @@ import fcntl
 import itertools
 import json
 import os
-import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfpages.archive import completeness, files, schema, seal
+from perfpages.archive import completeness, files, samples, schema, seal
+from perfpages.archive.files import path_part  # noqa: F401 (re-exported: the name callers import)
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.seal import (  # noqa: F401 (re-exported: the names readers import)
     LOCK_FILE,
@@ -30,11 +31,6 @@ from perfpages.errors import ArchiveError, clip
 
 FLOOR_LABEL = "floor"  # floor windows (pgbench or /health straight) may use this undeclared label
 MAX_LINE_BYTES = 16 << 20  # one window of results.jsonl: real ones are under 4 KB
-
-
-def path_part(text: str) -> str:
-    """A label or parameter set as one safe path segment (diagnostics/BLOCK/<this>/…)."""
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "x"
 
 
 @dataclass
@@ -118,6 +114,22 @@ def lifecycle_notes(run_dir: Path, manifest: Manifest, windows: Iterable[Window]
     if manifest.status == "failed":
         return [f"run failed: {failure(windows) or 'see its failed windows'}"]
     return []
+
+
+def incomplete(run_dir: Path, manifest: Manifest) -> tuple[str, str] | None:
+    """Why a run is no complete measurement to replay or compare, as (what, what to do), or
+    None when it is complete: what `bench.replay` and `--claims-only` both refuse."""
+    m = manifest
+    if m.status == "complete":
+        return None
+    if m.status == "failed":
+        reason = failure(open_run(run_dir).windows)
+        return (f"failed: {reason}" if reason else "failed",
+                "replay a complete run; fix the cause and start a new run of the suite")
+    if m.status == "partial" or "writer dead" in status_text(run_dir, m):
+        return (f"is {status_text(run_dir, m)}",
+                f"resume it with `invoke bench.run --suite {m.suite} --resume {m.id}`")
+    return f"is still {status_text(run_dir, m)}", "replay it once it is complete"
 
 
 def read_manifest(run_dir: Path) -> Manifest:
@@ -247,21 +259,69 @@ class Problems(list[ArchiveError]):
         self.size = size
 
 
+Fingerprint = tuple[tuple[str, int, int, int, int], ...]
+# Run directories this process found intact, with their fingerprint then: a run read again
+# unchanged (a page's histograms after its cells) is not hashed and inflated again.
+_INTACT: dict[Path, Fingerprint] = {}
+
+
+# A run is recorded intact only when no file changed in the SETTLE_NS before its fingerprint was
+# taken: the kernel stamps ctime from a coarse clock, so a write in the same tick as the check
+# could otherwise leave the fingerprint as it was (git's "racy index" rule).
+SETTLE_NS = 100_000_000
+
+
+def settled(stamp: Fingerprint, taken_ns: int) -> Fingerprint | None:
+    """`stamp` when it may be recorded as the one of an intact run (see SETTLE_NS), else None:
+    the next reader then checks the run in full again."""
+    newest = max((f[3] for f in stamp), default=0)
+    return stamp if newest < taken_ns - SETTLE_NS else None
+
+
+def fingerprint(run_dir: Path) -> Fingerprint:
+    """Every file's name, size, mtime, ctime and inode: any write to a run changes it (ctime
+    cannot be set back by hand), so a run whose fingerprint is the one it had when it was last
+    found intact is still intact, without hashing or inflating a byte. Links and special files
+    are in it too (the full check refuses them)."""
+    out = []
+    for folder, dirs, names in os.walk(run_dir):
+        for name in dirs + names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            out.append((os.path.relpath(path, run_dir), st.st_size, st.st_mtime_ns,
+                        st.st_ctime_ns, st.st_ino))
+    return tuple(sorted(out))
+
+
+def _check(run_dir: Path, manifest: Manifest
+           ) -> tuple[list[Window], list[ArchiveError], list[str], list[str], files.Size]:
+    """The one set of checks every command and the site apply: results.jsonl's windows, the
+    files against the seal, every .gz inflating within its bound and every samples file
+    readable. (windows, problems in reading order, notes of the lines, notes of the seal,
+    size)."""
+    windows, lines, notes = _scan(run_dir, manifest)
+    stored, sealed = seal.check(run_dir, manifest)
+    # A file already named (changed since sealing, a link) is not read to say it again.
+    skip = {p.where or "" for p in stored}
+    size, unreadable = files.check(run_dir, skip=skip)
+    unreadable += samples.problems(run_dir, skip | {p.where or "" for p in unreadable})
+    unique = {str(p): p for p in _ordered(run_dir, lines, stored + unreadable)}
+    return windows, list(unique.values()), notes, sealed, size
+
+
 def verify(run_dir: Path | str) -> Problems:
     """Every problem of one run directory (files and seal, schema, values, completeness, each
-    .gz decompressing within its bound); empty when intact."""
+    .gz decompressing within its bound, each samples file readable); empty when intact."""
     run_dir = Path(run_dir)
     try:
         manifest = read_manifest(run_dir)
     except ArchiveError as exc:
         return Problems([exc], [])
-    windows, problems, _ = _scan(run_dir, manifest)
-    stored, notes = seal.check(run_dir, manifest)
-    # A .gz already named (changed since sealing, a link) is not inflated to say it again.
-    size, unreadable = files.check(run_dir, skip={p.where or "" for p in stored})
-    unique = {str(p): p for p in _ordered(run_dir, problems, stored + unreadable)}
-    return Problems(list(unique.values()), lifecycle_notes(run_dir, manifest, windows) + notes,
-                    size)
+    windows, problems, _, notes, size = _check(run_dir, manifest)
+    return Problems(problems, lifecycle_notes(run_dir, manifest, windows) + notes, size)
 
 
 def _ordered(run_dir: Path, lines: list[ArchiveError],
@@ -273,15 +333,37 @@ def _ordered(run_dir: Path, lines: list[ArchiveError],
 
 
 def open_run(run_dir: Path | str) -> Run:
-    """Read and validate a run; raise the first problem as a one-line ArchiveError."""
+    """Read and validate a run with `verify`'s checks; raise the first problem as a one-line
+    ArchiveError. A run this process already found intact, unchanged since (its
+    fingerprint), has only its windows read again."""
     run_dir = Path(run_dir)
+    taken = time.time_ns()
+    before = fingerprint(run_dir)
     manifest = read_manifest(run_dir)
-    windows, lines, notes = _scan(run_dir, manifest)
-    problems = _ordered(run_dir, lines, seal.check(run_dir, manifest)[0])
+    known = _INTACT.get(run_dir.absolute()) == before
+    if known:
+        windows, problems, notes = _scan(run_dir, manifest)
+    else:
+        windows, problems, notes, _, _ = _check(run_dir, manifest)
     if problems:
         raise problems[0]
+    if not known and settled(before, taken):
+        _INTACT[run_dir.absolute()] = before
     notes = lifecycle_notes(run_dir, manifest, windows) + notes
     return Run(path=run_dir, manifest=manifest, windows=windows, notes=notes)
+
+
+def intact(run_dir: Path, known: Fingerprint | None = None) -> Fingerprint | None:
+    """Raise the run's first problem, unless it is unchanged since `known` (a fingerprint
+    recorded when it last passed the full check) or since this process found it intact; return
+    the fingerprint to record for it now (None while its files changed too recently: `settled`).
+    What a cache of a run's derived data is keyed on."""
+    run_dir = Path(run_dir)
+    taken = time.time_ns()
+    now = fingerprint(run_dir)
+    if now != known and _INTACT.get(run_dir.absolute()) != now:
+        open_run(run_dir)
+    return settled(now, taken)
 
 
 def find_runs(results_dir: Path | str) -> list[Path]:
@@ -290,6 +372,15 @@ def find_runs(results_dir: Path | str) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
+
+
+def runs_in(results_dir: Path | str) -> list[Path]:
+    """`find_runs` for a command that lists or checks runs: a results directory that is not
+    there is an error (a typo in --results never reads as "no runs, all fine")."""
+    if not Path(results_dir).is_dir():
+        raise ArchiveError("no such results directory", where=results_dir,
+                           fix="pass the directory that holds the runs with --results")
+    return find_runs(results_dir)
 
 
 def resolve(results_dir: Path | str, ref: str | None) -> Path:

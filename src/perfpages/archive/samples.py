@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfpages.archive import files
-from perfpages.archive.reader import path_part
+from perfpages.archive import files, schema, seal
+from perfpages.archive.files import path_part
 from perfpages.errors import ArchiveError
 
 COLUMNS = ("offset_s", "latency_ms")  # the two a reader needs; more may follow
@@ -58,4 +59,25 @@ def read(run_dir: Path, name: str) -> list[Sample]:
             raise ArchiveError(f"{run_dir.name}/{name}:{number}: not a sample: {line[:60]!r}",
                                fix="restore the run from git")
         out.append(Sample(offset, latency))
+    return out
+
+
+def problems(run_dir: Path, skip: Collection[str] = ()) -> list[ArchiveError]:
+    """A problem for every samples file under samples/ that `read` refuses (garbage, empty, a
+    wrong header, NaN, a .gz that does not inflate): what `bench.verify` and every command
+    refuse, so no command passes a file that a page then cannot draw. Files named in `skip`
+    (already reported, e.g. changed since sealing) are not read again."""
+    out = []
+    listed, _ = seal.walk(run_dir)  # never through a link (seal.check reports those)
+    for stored in listed:
+        name = files.plain_name(stored)
+        if not (name.startswith("samples/") and name.endswith(".csv")) or \
+                schema.one_line(str(run_dir / stored)) in skip:
+            continue
+        try:
+            read(run_dir, name)
+        except ArchiveError as exc:
+            out.append(exc)
+        except FileNotFoundError:
+            continue
     return out

@@ -22,10 +22,10 @@ from perfpages.archive.files import Size
 from perfpages.archive.reader import (
     Run,
     failure,
-    find_runs,
     open_run,
     read_manifest,
     resolve,
+    runs_in,
     status_text,
     verify,
 )
@@ -75,7 +75,7 @@ def run_suite(opts: Any, console: Console) -> int:
 
 
 def list_runs(results_dir: Path, console: Console) -> int:
-    runs = find_runs(results_dir)
+    runs = runs_in(results_dir)
     if not runs:
         console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0
@@ -311,10 +311,8 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
     """Verify one run, or every run when none is named; one line per problem, and the notes of
     an intact run (archived before sealing, a declared block that never ran); each intact run's
     size, and all runs' when there are several."""
-    if not Path(results_dir).is_dir():
-        raise ArchiveError("no such results directory", where=results_dir,
-                           fix="pass the directory that holds the runs with --results")
-    runs = [resolve(results_dir, ref)] if ref else find_runs(results_dir)
+    runs = runs_in(results_dir)  # a missing directory first, whether a run is named or not
+    runs = [resolve(results_dir, ref)] if ref else runs
     if not runs:
         console.print(f"no archived runs in {results_dir}", markup=False, emoji=False)
         return 0

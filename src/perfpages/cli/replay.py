@@ -14,9 +14,10 @@ from rich.text import Text
 from perfpages.analysis import reproduction as analysis
 from perfpages.analysis.report import WARN
 from perfpages.analysis.text import prose
-from perfpages.archive.reader import failure, open_run, read_manifest, resolve
+from perfpages.archive.reader import failure, incomplete, open_run, read_manifest, resolve
 from perfpages.cli.console import _escape, _rich
 from perfpages.errors import PerfpagesError
+from perfpages.site import config as site_config
 from perfpages.site import page
 from perfpages.site import reproduction as repro
 from perfpages.site.store import RunStore
@@ -36,10 +37,17 @@ def print_reproduction(results_dir: Path, ref: str, other: str | None, fmt: str,
     if fmt not in ("term", "md", "json"):
         raise PerfpagesError(f"unknown format {fmt!r}", key="--format",
                              fix="use term, md or json")
+    if mkdocs.exists():  # its pages' claims are compared: a site MkDocs refuses is said now
+        site_config.read(mkdocs)
     original = resolve(results_dir, ref)
     manifest = read_manifest(original)  # refused before anything runs or loads
     if other is not None:
         second = resolve(results_dir, other)
+        # What bench.replay refuses to replay is no original here either, nor a second run.
+        for run_dir, key in ((original, "bench.replay"), (second, "--claims-only")):
+            why = incomplete(run_dir, read_manifest(run_dir))
+            if why is not None:
+                raise PerfpagesError(f"run {run_dir.name} {why[0]}", key=key, fix=why[1])
         analysis.check_pair(manifest, read_manifest(second))
     else:
         from perfpages.run import runner

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpages.archive.manifest import Manifest, Pin, shown_repository
-from perfpages.archive.reader import failure, open_run, read_manifest, resolve, status_text
+from perfpages.archive.reader import incomplete, open_run, read_manifest, resolve
 from perfpages.archive.secrets import masked_env
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import PerfpagesError
@@ -49,23 +49,16 @@ def replay_options(results: Path, run_ref: str, benchmarks: Path, command: str) 
 
 def _replayable(run_dir: Path, m: Manifest) -> None:
     """Only a complete measurement is replayed."""
-    if m.status == "complete" and m.scope not in ("synthetic", "transcribed"):
-        return
     if m.scope == "synthetic":
-        what, fix = "holds generated values, not a measurement", "replay a measured run"
-    elif m.scope == "transcribed":
-        what, fix = ("is transcribed from its source, not measured here: there is no suite "
-                     "to replay"), "measure it with a suite of yours (`invoke bench.run`)"
-    elif m.status == "failed":
-        reason = failure(open_run(run_dir).windows)
-        what = f"failed: {reason}" if reason else "failed"
-        fix = "replay a complete run; fix the cause and start a new run of the suite"
-    elif m.status == "partial" or "writer dead" in status_text(run_dir, m):
-        what = f"is {status_text(run_dir, m)}"
-        fix = f"resume it with `invoke bench.run --suite {m.suite} --resume {m.id}`"
-    else:
-        what, fix = f"is still {status_text(run_dir, m)}", "replay it once it is complete"
-    raise PerfpagesError(f"run {m.id} {what}", key="bench.replay", fix=fix)
+        raise PerfpagesError(f"run {m.id} holds generated values, not a measurement",
+                             key="bench.replay", fix="replay a measured run")
+    if m.scope == "transcribed":
+        raise PerfpagesError(f"run {m.id} is transcribed from its source, not measured here: "
+                             "there is no suite to replay", key="bench.replay",
+                             fix="measure it with a suite of yours (`invoke bench.run`)")
+    why = incomplete(run_dir, m)
+    if why is not None:
+        raise PerfpagesError(f"run {m.id} {why[0]}", key="bench.replay", fix=why[1])
 
 
 def _repinned(command: str) -> set[str]:

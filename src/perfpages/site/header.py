@@ -8,7 +8,6 @@ known about its runs. A run's warnings are gathered once per run and cached besi
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Mapping
 from typing import Any
@@ -21,13 +20,12 @@ from perfpages.analysis.warnings import Floor, Item, Pair, Windows
 from perfpages.archive import preflight
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run, open_run
-from perfpages.archive.writer import write_text_atomic
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.facts import floor_drift
 from perfpages.site.macros import source_link
 from perfpages.site.pins import Pins
-from perfpages.site.store import Loaded, product_cache
+from perfpages.site.store import Loaded, product_cache, read_entry, write_entry
 from perfpages.site.verdicts import aa_found
 
 PRODUCT = "warnings"
@@ -76,10 +74,11 @@ def items(loaded: Loaded, run: Run | None = None) -> list[Item]:
         return loaded.memo[PRODUCT]
     path = product_cache(loaded, PRODUCT)
     out = None
-    if path is not None and path.is_file():
+    saved = read_entry(path, loaded.cache_key) if path is not None else None
+    if saved is not None:
         try:
-            out = [Item.from_json(x) for x in json.loads(path.read_text(encoding="utf-8"))]
-        except (OSError, ValueError, TypeError, KeyError):
+            out = [Item.from_json(x) for x in saved]
+        except (ValueError, TypeError, KeyError):
             out = None  # a cache is never a reason for a build to fail: decide again
     if out is None:
         out = warnings.decide(exact=Rule.of(loaded.manifest.method).exact,
@@ -88,8 +87,7 @@ def items(loaded: Loaded, run: Run | None = None) -> list[Item]:
                               windows=_windows(loaded, run), floors=_floors(loaded),
                               pairs=_pairs(loaded))
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, json.dumps([i.to_json() for i in out]))
+            write_entry(path, loaded.cache_key, [i.to_json() for i in out])
     loaded.memo[PRODUCT] = out
     return out
 

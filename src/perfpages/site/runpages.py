@@ -1,8 +1,9 @@
 """Generated pages: one per archived run (provenance, tables, files, citation) and an index.
 
-A complete run never changes, so its page is cached on disk under the sha256 of its run.json
-(which lists the sha256 of every other file) and of this code; the files' checksums are still
-verified on every build, so a corrupted archive is never published as intact.
+A complete run never changes, so its page is cached on disk (.cache/perfpages/pages/) as the
+cells of pinned runs are (`store`): keyed on the sha256 of its seal.json and run.json and of
+this code, checksummed, and used only while the run is unchanged since its full check, so a
+corrupted archive or an edited cache is never published.
 
 The Reproduction section (a run's replays; on a replay, what reproduced) is never cached: it
 depends on runs archived later and on the pages' claims, so it is made on every build, from the
@@ -11,9 +12,9 @@ runs' cached cells.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,17 +28,18 @@ from perfpages.archive.preflight import line
 from perfpages.archive.reader import (
     RUN_FILE,
     Run,
-    archived_files,
     find_runs,
+    fingerprint,
+    intact,
     open_run,
     read_manifest,
+    settled,
 )
-from perfpages.archive.seal import SEAL_FILE, added, added_text
-from perfpages.archive.writer import write_text_atomic
+from perfpages.archive.seal import added, added_text
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape, header, page
 from perfpages.site import reproduction as repro
-from perfpages.site.store import RunStore, code_hash
+from perfpages.site.store import RunStore, cache_key, code_hash, entry_path, read_entry, write_entry
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
 # A compressed file is published as its .gz and, to read in the browser, a text file with its
@@ -295,41 +297,34 @@ class RunPages:
         self.docs = docs  # the site's pages, for the claims of a replay (default: mkdocs.yml's)
         self._reproduced: dict[tuple[str, str], dict[str, Any] | str] = {}
 
-    def _cache_path(self, run_dir: Path) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        raw = (run_dir / RUN_FILE).read_bytes()
-        # A seal added later (bench.seal) changes the page (its row, its file) but not run.json.
-        sealed = run_dir / SEAL_FILE
-        raw += sealed.read_bytes() if sealed.is_file() and not sealed.is_symlink() else b""
-        key = hashlib.sha256(raw + self._code.encode() + self.site_url.encode()).hexdigest()
-        return self.cache_dir / f"{run_dir.name}.{key[:24]}.md"
+    def _cache_path(self, run_dir: Path, key: str) -> Path | None:
+        return None if self.cache_dir is None else entry_path(self.cache_dir, "pages", run_dir, key)
 
     def entry(self, run_dir: Path) -> RunEntry:
         try:
             manifest = read_manifest(run_dir)
-            cache = self._cache_path(run_dir) if manifest.status == "complete" else None
-            copies = cache.with_suffix(".texts.json") if cache is not None else None
-            noted = cache.with_suffix(".warnings.txt") if cache is not None else None
-            if cache is not None and noted is not None and cache.is_file() and \
-                    noted.is_file() and archived_files(run_dir) == manifest.files:
-                text = cache.read_text(encoding="utf-8")
-                texts = json.loads(copies.read_text(encoding="utf-8")) \
-                    if copies is not None and copies.is_file() else {}
-                short = noted.read_text(encoding="utf-8")
-            else:  # not cached, or its files changed: open_run names the problem
+            complete = manifest.status == "complete" and self.cache_dir is not None
+            # A seal added later (bench.seal) changes the page but not run.json: both are keyed.
+            key = cache_key(run_dir, self._code) + self.site_url if complete else ""
+            cache = self._cache_path(run_dir, key) if complete else None
+            saved = read_entry(cache, key) if cache is not None else None
+            if isinstance(saved, dict) and {"markdown", "texts", "warnings"} <= set(saved):
+                known = tuple(tuple(f) for f in saved.get("fingerprint") or ())
+                recorded = intact(run_dir, known)  # unchanged since its full check, or checked
+                text, texts, short = saved["markdown"], saved["texts"], saved["warnings"]
+                if recorded != known and cache is not None:
+                    write_entry(cache, key, {**saved, "fingerprint": recorded})
+            else:  # not cached, or its entry edited: open_run names the problem
+                taken, stamp = time.time_ns(), fingerprint(run_dir)
                 run = open_run(run_dir)
                 shown = readable(run)
                 text = render(run, self.site_url, shown)
                 texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
                 short = _warnings(self.store, run) \
                     if manifest.status == "complete" else "—"
-                if cache is not None and copies is not None and noted is not None:
-                    cache.parent.mkdir(parents=True, exist_ok=True)
-                    if texts:  # before the page: a cached page always has its copies
-                        write_text_atomic(copies, json.dumps(texts))
-                    write_text_atomic(noted, short)
-                    write_text_atomic(cache, text)  # never half a page for the next build
+                if cache is not None:  # one file, written whole: never half a page
+                    write_entry(cache, key, {"fingerprint": settled(stamp, taken), "markdown": text,
+                                             "texts": texts, "warnings": short})
         except Exception as exc:  # one odd run never stops every build: a line, not a traceback
             problem = str(exc) if isinstance(exc, PerfpagesError) else (
                 f"{run_dir}: its page could not be rendered ({type(exc).__name__}: {exc}) — "

@@ -1,12 +1,16 @@
-"""The runs a site reads: validated once, reduced to their cells, kept while unchanged.
+"""The runs a site reads: validated, reduced to their cells, kept while unchanged.
 
 A page pins runs by exact id; a pinned run must be complete and intact. What pages use of a run
 is its manifest and its cells (the rounds of each block, parameters, label and metric). A
-complete run never changes, so its cells are cached on disk under the sha256 of its run.json
-(which lists every other file's sha256) and of the code that computes them; the files'
-checksums are verified on every build, so a cache never hides a corrupted archive. A warm build
-thus reads no results.jsonl and imports no pandas. The histograms of each cell's rounds are a
-second product, read and cached only when a page draws them (`spectrum`).
+complete run never changes, so its cells are cached on disk (.cache/perfpages/) under the
+sha256 of its seal.json and run.json and of the code that computes them. An entry is used only
+when it names that key, its own checksum holds (an entry edited by hand is computed again) and
+the run's fingerprint (every file's size, mtime, ctime and inode) is the one recorded when the
+run was last found intact; otherwise the run is checked in full (seal, every file's sha256,
+every .gz and samples file: `reader.open_run`) before its cells are used. A deleted, edited or
+garbage seal therefore never publishes, and a warm build reads no results.jsonl, hashes no
+file but run.json and seal.json, and imports no pandas. The histograms of each cell's rounds
+are a second product, read and cached only when a page draws them (`spectrum`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +27,16 @@ from perfpages.archive.histogram import Latency
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import (
     RUN_FILE,
+    SEAL_FILE,
+    Fingerprint,
     Run,
-    archived_files,
     find_runs,
+    fingerprint,
+    intact,
     open_run,
     read_manifest,
+    settled,
+    sha256_file,
 )
 from perfpages.archive.window import params_key
 from perfpages.archive.writer import write_text_atomic
@@ -68,6 +78,7 @@ class Loaded:
     floors: list[Record] = field(default_factory=list)  # floor windows (label "floor")
     memo: dict[object, Any] = field(default_factory=dict)  # derived data, e.g. pins' cells
     histogram_cache: Path | None = None  # where histograms() keeps a complete run's histograms
+    cache_key: str = ""  # what its cache entries are keyed on (see `cache_key`)
 
 
 def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
@@ -99,10 +110,9 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
     if "histograms" in loaded.memo:
         return loaded.memo["histograms"]
     path = loaded.histogram_cache
-    saved = None
-    if path is not None and path.is_file():
+    saved = read_entry(path, loaded.cache_key) if path is not None else None
+    if saved is not None:
         try:
-            saved = json.loads(path.read_text(encoding="utf-8"))["histograms"]
             out = _histograms(saved)
         except Exception:  # unreadable (hdrh raises assorted errors): read the archive again
             saved = None
@@ -119,8 +129,7 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
                   "clamped": lat.clamped} for (b, pk, lab, r), lat in merged.items()]
         out = _histograms(saved)
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, json.dumps({"histograms": saved}))
+            write_entry(path, loaded.cache_key, saved)
     loaded.memo["histograms"] = out
     return out
 
@@ -148,22 +157,66 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _stamp(run_dir: Path) -> object:
-    """Every file's size and mtime: any change to a run (under `mkdocs serve`) reloads it."""
-    return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
-                        for p in run_dir.rglob("*") if p.is_file()))
+def cache_key(run_dir: Path, code: str) -> str:
+    """What a run's cache entries are keyed on: the sha256 of its seal.json (what vouches for
+    every file) and of run.json (a run archived before sealing lists its checksums there),
+    and the code's hash. A missing seal is part of the key too: the full check then refuses it."""
+    digest = hashlib.sha256()
+    for name in (SEAL_FILE, RUN_FILE):
+        try:
+            digest.update(sha256_file(run_dir / name).encode() + b"\0")
+        except FileNotFoundError:
+            digest.update(b"-\0")
+    return digest.hexdigest() + "-" + code
 
 
-def _read_cache(path: Path) -> tuple[list[Record], list[Record]] | None:
-    """A cache file's cells and floors, or None when it cannot be read (the archive is then
-    read again and the cache rewritten: a cache is never a reason for a build to fail)."""
+def entry_path(cache_dir: Path, product: str, run_dir: Path, key: str) -> Path:
+    """Where a run's cache entry of `product` (cells, histograms, pages…) under `key` lives."""
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return cache_dir / product / f"{run_dir.name}.{name}.json"
+
+
+def _checksum(key: str, data: Any) -> str:
+    body = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{key}\0{body}".encode()).hexdigest()
+
+
+def write_entry(path: Path, key: str, data: Any) -> None:
+    """A cache entry: `data` with the key it was computed under and its checksum."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps({"key": key, "checksum": _checksum(key, data),
+                                        "data": data}))
+
+
+def read_entry(path: Path, key: str) -> Any | None:
+    """An entry's data, or None when it is missing, unreadable, of another key or edited (its
+    checksum does not hold): the archive is then read again and the entry rewritten; a cache is
+    never a reason for a build to fail, nor a source of what a page shows."""
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved["key"] == key and saved["checksum"] == _checksum(key, saved["data"]):
+            return saved["data"]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    return None
+
+
+def _cells(saved: Any) -> tuple[list[Record], list[Record]] | None:
+    """A cells entry's cells and floors, or None when it cannot be read."""
+    try:
         cells, floors = ([Record(**{**c, "values": tuple(c["values"]),
                                     "rounds": tuple(c.get("rounds", ()))}) for c in saved[k]]
                          for k in ("cells", "floors"))
         return cells, floors
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _fingerprint(saved: Any) -> Fingerprint | None:
+    """The fingerprint an entry recorded, as `fingerprint` returns it (JSON made it lists)."""
+    try:
+        return tuple(tuple(f) for f in saved["fingerprint"])
+    except (TypeError, KeyError):
         return None
 
 
@@ -176,55 +229,72 @@ class RunStore:
         self._loaded: dict[str, tuple[object, Loaded]] = {}
         self._code = code_hash()
 
-    def _cache_file(self, run_dir: Path, product: str = "cells") -> Path | None:
-        if self.cache_dir is None:
-            return None
-        raw = (run_dir / RUN_FILE).read_bytes()
-        key = hashlib.sha256(raw + self._code.encode()).hexdigest()[:24]
-        return self.cache_dir / product / f"{run_dir.name}.{key}.json"
+    def _cache_file(self, run_dir: Path, key: str, product: str = "cells") -> Path | None:
+        return None if self.cache_dir is None else entry_path(self.cache_dir, product, run_dir,
+                                                              key)
 
     def get(self, run_id: str) -> Loaded:
         """A run's manifest and cells, validated (raises ArchiveError on any problem)."""
         run_dir = self.results_dir / run_id
-        stamp = _stamp(run_dir)
+        taken, stamp = time.time_ns(), fingerprint(run_dir)
         cached = self._loaded.get(run_id)
         if cached and cached[0] == stamp:
             return cached[1]
         manifest = read_manifest(run_dir)
-        cache = self._cache_file(run_dir) if manifest.status == "complete" else None
-        saved = None
-        if cache is not None and cache.is_file() and archived_files(run_dir) == manifest.files:
-            saved = _read_cache(cache)
-        if saved is not None:
-            cells, floors = saved
-        else:  # not cached, or its files changed: open_run validates and names any problem
+        complete = manifest.status == "complete" and self.cache_dir is not None
+        key = cache_key(run_dir, self._code) if complete else ""
+        cache = self._cache_file(run_dir, key) if complete else None
+        saved = read_entry(cache, key) if cache is not None else None
+        found = _cells(saved) if saved is not None else None
+        if found is not None:
+            # The entry's cells, once the run is intact: unchanged since the full check that
+            # recorded them, or checked in full now (a fresh checkout, the seal edited).
+            known = _fingerprint(saved)
+            recorded = intact(run_dir, known)
+            cells, floors = found
+            if recorded != known and cache is not None:
+                write_entry(cache, key, {**saved, "fingerprint": recorded})
+        else:  # not cached, or its entry edited: open_run validates and names any problem
             run = open_run(run_dir)
             manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
             if cache is not None:
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(cache, json.dumps({"cells": [c.__dict__ for c in cells],
-                                                     "floors": [c.__dict__ for c in floors]}))
-        hists = self._cache_file(run_dir, "histograms") if cache is not None else None
-        loaded = Loaded(run_dir, manifest, cells, floors, histogram_cache=hists)
+                write_entry(cache, key, {"fingerprint": settled(stamp, taken),
+                                         "cells": [c.__dict__ for c in cells],
+                                         "floors": [c.__dict__ for c in floors]})
+        hists = self._cache_file(run_dir, key, "histograms") if cache is not None else None
+        loaded = Loaded(run_dir, manifest, cells, floors, histogram_cache=hists, cache_key=key)
         self._loaded[run_id] = (stamp, loaded)
         return loaded
 
     def latest(self, suite: str, *, where: str, line: int | None, key: str) -> str:
         """The id of the newest complete run of `suite` (by its start): what a pin
-        `latest:SUITE` reads, so that a page such as a history grows with each new run."""
-        found = []
+        `latest:SUITE` reads, so that a page such as a history grows with each new run. A run
+        whose run.json cannot be read and whose id names the suite, dated on or after that
+        run, is refused: it may be the newest, and an older run is never pinned silently."""
+        found, damaged = [], []
         for run_dir in find_runs(self.results_dir):
             try:
                 m = read_manifest(run_dir)
-            except ArchiveError:
-                continue  # a damaged run is never the newest good one; verify names it
+            except ArchiveError as exc:
+                name = run_dir.name
+                if name[11:] == suite or name[11:].startswith(suite + "-"):
+                    damaged.append((name[:10], name, exc))
+                continue
             if m.suite == suite and m.status == "complete":
                 found.append((m.started, m.id))
+        newest = max(found) if found else ("", "")
+        for date, name, exc in sorted(damaged, reverse=True):
+            if date >= newest[0][:10]:
+                raise PerfpagesError(
+                    f"run {name!r}, which may be the newest of suite {suite!r}, is corrupt "
+                    f"({exc})", where=where, line=line, key=key,
+                    fix="restore it from git (`invoke bench.verify` names every problem), or "
+                        "pin a run by its id")
         if not found:
             raise PerfpagesError(f"no complete run of suite {suite!r} in {self.results_dir}",
                                  where=where, line=line, key=key,
                                  fix=f"archive one with `invoke bench.run --suite {suite}`")
-        return max(found)[1]
+        return newest[1]
 
     def pin(self, run_id: str, *, where: str, line: int | None, alias: str,
             allow_failed: bool = False) -> Loaded:
