@@ -40,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     rounds = parser.parse_args().rounds
-    zensical = tool_venv([ZENSICAL], "zensical") / "bin" / "zensical"
+    python = tool_venv([ZENSICAL], "zensical") / "bin" / "python"
     with tempfile.TemporaryDirectory(prefix="perfpages-bench-") as tmp:
         site = Path(tmp)
         for name in ("docs", "results", "tests"):
@@ -49,7 +49,7 @@ def main() -> None:
             shutil.copy2(ROOT / name, site / name)
         mkdocs = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"]
         render = [sys.executable, "-m", "perfpages", "render"]
-        build = [str(zensical), "build", "-f", "rendered/mkdocs.yml"]
+        build = [str(python), "-m", "zensical", "build", "-f", "rendered/mkdocs.yml"]
         timed(mkdocs, site)  # warm the cache both ways use
         times: dict[str, list[float]] = {"mkdocs": [], "render": [], "zensical": []}
         for i in range(rounds):
