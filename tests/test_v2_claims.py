@@ -68,7 +68,7 @@ def test_change_text_and_resolution_column(tmp_path: Path, results: Path) -> Non
     assert re.search(r"It resolves \d+\.\d(–\d+\.\d)? %\.", shown)
     header = re.search(r"<thead>.*?</thead>", html(site), re.S).group(0)  # type: ignore[union-attr]
     assert [h for h in re.findall(r"<th[^>]*>(.*?)</th>", header)] == [
-        "throughput (/s)", "base", "changed", "base-again", "changed vs base", "resolves",
+        "throughput (/s) by call", "base", "changed", "base-again", "changed vs base", "resolves",
         "base-again vs base", "resolves"]
     assert "no clear change" in shown and "clear gain" in shown
 
