@@ -205,6 +205,15 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda d: edit_manifest(d, lambda m: m.__setitem__("format_version", 3)),
         r"run\.json: format_version: unknown format version 3 \(this perfpages reads 1, 2\) — "
         "upgrade perfpages"),
+    "started not a date": (
+        lambda d: (edit_manifest(d, lambda m: m.__setitem__("started", "yesterday")), reseal(d)),
+        r"run\.json: started: 'yesterday' is not a 'date-time' — "),
+    "window start without a time zone": (
+        lambda d: edit_window(d, 6, "start", "2026-11-01T10:00:00"),
+        r"results\.jsonl:7: start: '2026-11-01T10:00:00' is not a 'date-time' — "),
+    "negative metric": (lambda d: edit_window(d, 6, "metrics", {"cpu_ms": -1.5}),
+                        r"results\.jsonl:7: metrics\.cpu_ms: -1\.5 is less than the minimum "
+                        r"of 0 — "),
     "unknown key": (
         lambda d: edit_manifest(d, lambda m: m["method"].__setitem__("round", 5)),
         r"run\.json: method: unknown key \('round' was unexpected\) — "),
