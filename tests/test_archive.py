@@ -186,3 +186,45 @@ def test_synthetic_spec_controls_labels_and_rounds(tmp_path: Path) -> None:
     assert list(run.manifest.labels) == ["x"] and run.manifest.scope == "synthetic"
     assert {w.round for w in run.windows} == {1, 2, 3}
     assert replace(run.manifest, status="complete").title.startswith("Synthetic")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 1 MiB tmpfs: a real full disk (root only; skipped where mounting is not allowed)."""
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_leaves_the_run_partial_and_resumable(tmp_path: Path,
+                                                          small_disk: Path) -> None:
+    """The writer keeps room for run.json in its lock file: when the disk fills while windows
+    are appended, the run still says `partial` (not `running (writer dead)`), as the guide
+    promises, and a later writer can take it over."""
+    import errno
+
+    from perfpages.archive.reader import read_manifest, status_text
+
+    demo = generate(tmp_path / "demo", Spec(floors=False))
+    writer = ArchiveWriter.create(small_disk, replace(demo.manifest, files={}))
+    appended = 0
+    with pytest.raises(OSError) as full:
+        for r in range(10_000):
+            for w in demo.windows:
+                writer.append(replace(w, round=w.round + 10 * r))
+                appended += 1
+    assert full.value.errno == errno.ENOSPC and appended > 0
+    writer.abandon()
+    run_dir = small_disk / demo.manifest.id
+    m = read_manifest(run_dir)
+    assert m.status == "partial" and status_text(run_dir, m) == "partial"
+    assert not (run_dir / ".lock").exists()

@@ -4,6 +4,7 @@ seal it: every byte searched for secrets first, then seal.json, then run.json sa
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -68,6 +69,9 @@ def new_run_id(results_dir: Path, suite: str, slug: str = "", day: str | None = 
     return candidate
 
 
+RESERVE_BYTES = 256 * 1024  # a partial run.json is a few kB; its atomic write needs one copy
+
+
 class RunLock:
     """The writer's flock on `.lock` in the run directory, with its pid, host and start in it:
     the kernel drops the lock when the writer dies, however it dies, so a `running` run whose
@@ -85,8 +89,22 @@ class RunLock:
                                fix="wait for it to end, or stop that process") from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now()}
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+        self.held = (json.dumps(holder) + "\n").encode()
+        # Padded with spaces (JSON whitespace, real blocks): space kept for the run.json that
+        # says `partial` when a full disk stops the run (free_reserve).
+        try:
+            os.pwrite(fd, self.held + b" " * RESERVE_BYTES, 0)
+        except OSError:  # no room for the reserve: the holder alone
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, self.held, 0)
         self.fd: int | None = fd
+
+    def free_reserve(self) -> bool:
+        """Give the reserved space back (the lock stays held); False if there was none."""
+        if self.fd is None or os.fstat(self.fd).st_size <= len(self.held):
+            return False
+        os.ftruncate(self.fd, len(self.held))
+        return True
 
     def move(self, run_dir: Path) -> None:
         """The directory was renamed (a new run's staging): the lock follows its inode."""
@@ -330,12 +348,18 @@ class ArchiveWriter:
         if exc_type is None:
             self.finish("complete")
             return
-        # Ctrl-C or an error: keep every finished window and leave the run resumable. When
-        # even that cannot be written (a full disk), the run stays `running` with a free lock
-        # naming its dead writer, which --resume takes over just as well.
+        # Ctrl-C or an error: keep every finished window and leave the run resumable. A full
+        # disk frees the lock's reserve for run.json; when even that cannot be written, the
+        # run stays `running` with a free lock naming its dead writer (--resume takes it over).
         try:
             self.finish("partial")
-        except OSError:
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC and self.lock.free_reserve():
+                try:  # the lock's reserve is room enough for run.json
+                    self.finish("partial")
+                    return
+                except OSError:
+                    pass
             self.lock.release(remove=False)
 
     def abandon(self) -> None:
