@@ -274,7 +274,7 @@ def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
 
 def _warnings(store: RunStore, run: Run) -> str:
     try:
-        return summary(header.items(store.get(run.path.name), run))
+        return summary(header.items(store.get(run.path.name, run), run))
     except AnalysisError as exc:  # the run is intact (its page says so) but not decidable
         return f"not decided: {exc}"
 

@@ -233,8 +233,9 @@ class RunStore:
         return None if self.cache_dir is None else entry_path(self.cache_dir, product, run_dir,
                                                               key)
 
-    def get(self, run_id: str) -> Loaded:
-        """A run's manifest and cells, validated (raises ArchiveError on any problem)."""
+    def get(self, run_id: str, run: Run | None = None) -> Loaded:
+        """A run's manifest and cells, validated (raises ArchiveError on any problem); `run`:
+        the same run already opened (validated) by the caller, not read again."""
         run_dir = self.results_dir / run_id
         taken, stamp = time.time_ns(), fingerprint(run_dir)
         cached = self._loaded.get(run_id)
@@ -255,7 +256,8 @@ class RunStore:
             if recorded != known and cache is not None:
                 write_entry(cache, key, {**saved, "fingerprint": recorded})
         else:  # not cached, or its entry edited: open_run validates and names any problem
-            run = open_run(run_dir)
+            if run is None or run.path != run_dir:
+                run = open_run(run_dir)
             manifest, cells, floors = run.manifest, records(run), records(run, ("floor",))
             if cache is not None:
                 write_entry(cache, key, {"fingerprint": settled(stamp, taken),
