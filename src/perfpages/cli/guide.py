@@ -23,12 +23,12 @@ def pages() -> dict[str, str]:
 
 def text(page: str) -> str:
     """The page's Markdown; an unknown page names the ones there are."""
-    name = page.removesuffix(".md").split("#")[0]
-    known = pages()
-    if name not in known:
+    name = page.split("#")[0].removesuffix(".md")  # `pages.md#versions` names pages
+    path = resources.files("perfpages") / "guide" / f"{name}.md"
+    if "/" in name or not path.is_file():
         raise PerfpagesError(f"no guide page {page!r}", key="guide",
-                             fix=f"choose among: {', '.join(known)}")
-    return (resources.files("perfpages") / "guide" / f"{name}.md").read_text(encoding="utf-8")
+                             fix=f"choose among: {', '.join(pages())}")
+    return path.read_text(encoding="utf-8")
 
 
 def listing() -> str:
