@@ -13,6 +13,7 @@
    the meter's own CPU per reading.
 
     python benchmarks/cost_per_call.py [--rounds 20] [--overhead-rounds 12] [--window 5]
+    python benchmarks/cost_per_call.py --run results/2026-12-03-queryapigate   # 1. from an archive
 """
 
 from __future__ import annotations
@@ -40,15 +41,20 @@ from perfpages.run.suite import load as load_suite  # noqa: E402
 METRICS = ("throughput", "p50", "cpu_ms", "pg_cpu_ms", "statements", "buffers_hit")
 
 
-def spread(rounds: int) -> None:
-    results = Path(tempfile.mkdtemp(prefix="perfpages-cost-bench-"))
-    cmd = [str(Path(sys.executable).parent / "perfpages"), "bench.run", "--suite", "queryapigate",
-           "--quick", "--blocks", "calls", "--labels", "0.42.0,0.43.0,0.43.0-again",
-           "--rounds", str(rounds), "--results", str(results), "--preflight-wait", "0"]
-    started = time.monotonic()
-    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    run = open_run(next(p for p in results.iterdir() if (p / "run.json").exists()))
-    print(f"run {run.manifest.id}: {rounds} rounds, {time.monotonic() - started:.0f} s")
+def spread(rounds: int, archived: Path | None = None) -> None:
+    if archived is not None:  # an archived run of the suite: its calls block, as measured
+        run = open_run(archived)
+        print(f"run {run.manifest.id} (archived): {run.manifest.method.rounds} rounds")
+    else:
+        results = Path(tempfile.mkdtemp(prefix="perfpages-cost-bench-"))
+        cmd = [str(Path(sys.executable).parent / "perfpages"), "bench.run", "--suite",
+               "queryapigate", "--quick", "--blocks", "calls", "--labels",
+               "0.42.0,0.43.0,0.43.0-again", "--rounds", str(rounds), "--results", str(results),
+               "--preflight-wait", "0"]
+        started = time.monotonic()
+        subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        run = open_run(next(p for p in results.iterdir() if (p / "run.json").exists()))
+        print(f"run {run.manifest.id}: {rounds} rounds, {time.monotonic() - started:.0f} s")
     rule = Rule.of(run.manifest.method)
     cells = frame_cells(load(run))
     calls = sorted({key[1] for key in cells if key[0] == "calls"})
@@ -130,7 +136,12 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=5)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--skip-spread", action="store_true")
+    parser.add_argument("--run", type=Path, help="read the spread from this archived run of "
+                        "the queryapigate suite (results/ID) instead of measuring; no overhead")
     args = parser.parse_args()
+    if args.run is not None:
+        spread(args.rounds, args.run)
+        return
     if not args.skip_spread:
         spread(args.rounds)
     overhead(args.overhead_rounds, args.window, args.clients)

@@ -349,3 +349,16 @@ def test_a_page_pinning_a_run_and_its_replay_reads_the_run_by_default(tmp_path: 
     with pytest.raises(PerfpagesError, match=r"v2\.md:8: macro: the page pins 2 runs"):
         page.render_file(docs / "perf" / "v2.md", path="docs/perf/v2.md",
                          store=RunStore(results), docs=repro.Docs(tmp_path, docs))
+    # ... or its front matter names the page's own run: macros without run= read that one
+    two = body.replace(REPLAY, AGAIN).replace('{{ reproduction("demo", "again") }}\n', "")
+    own = two.replace("---\n# Demo", "default_run: demo\n---\n# Demo")
+    (docs / "perf" / "v2.md").write_text(own)
+    named = page.render_file(docs / "perf" / "v2.md", path="docs/perf/v2.md",
+                             store=RunStore(results), docs=repro.Docs(tmp_path, docs))
+    assert [c.holds for c in named.claims] == [True]
+    (docs / "perf" / "v2.md").write_text(own.replace("default_run: demo", "default_run: v3"))
+    with pytest.raises(PerfpagesError, match=r"v2\.md: default_run: default_run names no pinned "
+                                             r"run: 'v3' — use the alias of a run under runs: "
+                                             r"demo, again"):
+        page.render_file(docs / "perf" / "v2.md", path="docs/perf/v2.md",
+                         store=RunStore(results), docs=repro.Docs(tmp_path, docs))

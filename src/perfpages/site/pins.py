@@ -55,14 +55,17 @@ def side_text(side: Side) -> str:
 
 
 class Aliases(dict[str, str]):
-    """`runs:` by alias, with the aliases whose run may be `failed` (`allow_failed:`)."""
+    """`runs:` by alias, with the aliases whose run may be `failed` (`allow_failed:`) and the
+    run a macro reads when it names none (`default_run:`)."""
 
     allow_failed: frozenset[str] = frozenset()
+    default: str | None = None
 
 
 def parse_front_matter(meta: Mapping[str, Any], where: str) -> dict[str, str]:
     """`runs:` as {alias: id} or [id, …] (the id is then its own alias); {} when absent.
-    `allow_failed: [alias, …]` opts those runs in when they ended `failed`."""
+    `allow_failed: [alias, …]` opts those runs in when they ended `failed`; `default_run:
+    alias` is the run macros without run=… read on a page that pins several."""
     raw = meta.get("runs")
     if raw is None:
         return {}
@@ -83,6 +86,12 @@ def parse_front_matter(meta: Mapping[str, Any], where: str) -> dict[str, str]:
                                  where=where, key="allow_failed",
                                  fix=f"use aliases of runs: {', '.join(out)}")
         out.allow_failed = frozenset(allowed)
+        default = meta.get("default_run")
+        if default is not None and (not isinstance(default, str) or default not in out):
+            raise PerfpagesError(f"default_run names no pinned run: {default!r}", where=where,
+                                 key="default_run",
+                                 fix=f"use the alias of a run under runs: {', '.join(out)}")
+        out.default = default
         return out
     raise PerfpagesError("runs must map aliases to run ids", where=where, key="runs",
                          fix="write it as `runs: {new: 2026-11-01-suite}` or a list of ids")
@@ -109,8 +118,9 @@ def _number_at_most(actual: Any, limit: float) -> bool:
 class Pins:
     """A page's pinned runs, by alias, with the selection every macro and claim uses."""
 
-    def __init__(self, runs: dict[str, Loaded]) -> None:
+    def __init__(self, runs: dict[str, Loaded], default: str | None = None) -> None:
         self.runs = runs
+        self.default = default  # the run macros without run=… read (front matter default_run)
         # Every comparison the page prints or claims, judged once (perfpages.site.verdicts)
         self.judged: dict[tuple[object, ...], Change] = {}
 
@@ -120,9 +130,11 @@ class Pins:
         allowed = getattr(aliases, "allow_failed", frozenset())
         return cls({alias: store.pin(run_id, where=where, line=lines.get(alias), alias=alias,
                                      allow_failed=alias in allowed)
-                    for alias, run_id in aliases.items()})
+                    for alias, run_id in aliases.items()}, getattr(aliases, "default", None))
 
     def aliases(self, run: str | Iterable[str] | None) -> list[str]:
+        if run is None and self.default is not None:
+            return [self.default]
         if run is None:
             # A run pinned beside its replays is the page's run: its reproduction section pins
             # the replays without every macro having to name the original.
@@ -133,7 +145,8 @@ class Pins:
             if originals and len({self.runs[a].manifest.id for a in originals}) == 1:
                 return originals[:1]
             raise AnalysisError(f"the page pins {len(self.runs)} runs",
-                                fix=f"name one with run=… ({', '.join(self.runs)})")
+                                fix=f"name one with run=… ({', '.join(self.runs)}), or the "
+                                    "page's own with default_run: in its front matter")
         names = [run] if isinstance(run, str) else list(run)
         for name in names:
             if name not in self.runs:
