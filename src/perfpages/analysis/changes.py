@@ -47,12 +47,20 @@ def metric_header(metric: str) -> str:
 def frame_cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
     """Every measured cell of a frame, its values in round order, by (block, parameters,
     label, metric)."""
-    data = frame[frame["kind"] == "measure"]
+    if frame.empty:
+        return {}
+    # Plain lists, not a pandas groupby: a run page reads every cell, and a group's overhead
+    # was most of its cost.
+    columns = [frame[c].tolist() for c in ("kind", "block", "parameters", "label", "metric",
+                                           "round", "value")]
+    groups: dict[tuple[str, str, str, str], list[tuple[int, float]]] = {}
+    for kind, block, pkey, label, metric, rnd, value in zip(*columns, strict=True):
+        if kind == "measure":
+            groups.setdefault((block, pkey, label, metric), []).append((int(rnd), value))
     out = {}
-    for key, group in data.groupby(["block", "parameters", "label", "metric"], sort=False):
-        ordered = group.sort_values("round")
-        out[key] = Cell(tuple(ordered["value"].tolist()),
-                        tuple(int(r) for r in ordered["round"]))
+    for key, pairs in groups.items():
+        pairs.sort(key=lambda p: p[0])  # stable: windows of one round keep their order
+        out[key] = Cell(tuple(v for _, v in pairs), tuple(r for r, _ in pairs))
     return out
 
 

@@ -70,9 +70,23 @@ def counted(windows: Iterable[Window]) -> list[Window]:
 
 
 def rows(run: Run, kinds: Iterable[str] = ("measure", "floor")) -> list[dict[str, Any]]:
+    """One row per (kind, block, label, round, parameters, metric), computed once per opened
+    run and kinds: merging histograms is the costly part of reading a run, and a run page's
+    tables, warnings and cells all read the same rows."""
+    wanted = frozenset(kinds)
+    # Rows are grouped by kind first, so the rows of some kinds are the ones of more kinds
+    # filtered, in the same order: measured and floor rows are computed once for all readers.
+    both = frozenset(("measure", "floor"))
+    key = ("rows", both if wanted <= both else wanted)
+    if key not in run.derived:
+        run.derived[key] = _rows(run, key[1])
+    return [dict(row) for row in run.derived[key]  # type: ignore[attr-defined]
+            if row["kind"] in wanted]
+
+
+def _rows(run: Run, wanted: frozenset[str]) -> list[dict[str, Any]]:
     groups: dict[tuple[Any, ...], list[Window]] = defaultdict(list)
     params: dict[tuple[Any, ...], dict[str, Any]] = {}
-    wanted = set(kinds)
     for w in counted(run.windows):
         if w.kind in wanted:
             key = (w.kind, w.block, w.label, w.round, params_key(w.params))

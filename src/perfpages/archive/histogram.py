@@ -66,7 +66,10 @@ class Latency:
         bucket = np.where(first, 0, bucket)
         lowest = sub.astype(np.int64) << (bucket + hdr.unit_magnitude)
         middle = lowest + ((np.int64(1) << (bucket + hdr.unit_magnitude)) >> 1)
-        total = sum(int(c) * int(m) for c, m in zip(counts, middle, strict=True))
+        if int(counts.sum()) * int(middle[-1]) < 1 << 62:  # exact in int64: no overflow
+            total = int(np.dot(counts, middle))
+        else:  # a hostile count: Python's integers, as hdrh sums them
+            total = sum(int(c) * int(m) for c, m in zip(counts, middle, strict=True))
         out["mean"] = total / hdr.total_count / 1000.0
         out["max"] = hdr.get_max_value() / 1000.0
         return out

@@ -82,24 +82,21 @@ class Loaded:
 
 
 def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
-    """Every cell of a run (measured, or floors), its rounds in round order (pandas only here)."""
-    import pandas as pd
+    """Every cell of a run (measured, or floors), its rounds in round order: the tidy rows
+    grouped in plain Python (no pandas: a cold run page reads them all)."""
+    from perfpages.archive.frame import COLUMNS, rows
 
-    from perfpages.archive.frame import COLUMNS, load
-
-    frame = load(run, kinds=kinds)
-    if frame.empty:
-        return []
-    param_names = [c for c in frame.columns if c not in COLUMNS]
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for row in rows(run, kinds):
+        groups.setdefault((row["block"], row["parameters"], row["label"], row["metric"]),
+                          []).append(row)
     out = []
-    for (block, pkey, label, metric), group in frame.groupby(
-            ["block", "parameters", "label", "metric"], sort=False):
-        first = group.iloc[0]
-        params = {p: _plain(first[p]) for p in param_names if pd.notna(first[p])}
-        ordered = group.sort_values("round")
-        values = tuple(float(v) for v in ordered["value"])
-        out.append(Record(block, pkey, label, metric, params, values,
-                          tuple(int(r) for r in ordered["round"])))
+    for (block, pkey, label, metric), group in groups.items():
+        params = {k: _plain(v) for k, v in group[0].items() if k not in COLUMNS}
+        group.sort(key=lambda r: r["round"])
+        out.append(Record(block, pkey, label, metric, params,
+                          tuple(float(r["value"]) for r in group),
+                          tuple(int(r["round"]) for r in group)))
     return out
 
 
