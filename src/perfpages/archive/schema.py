@@ -10,12 +10,14 @@ from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator, FormatChecker, validators
 
 from perfpages.errors import ArchiveError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 # 2: complete runs are sealed (seal.json); 1: archived before sealing existed.
 FORMAT_VERSION = 2
@@ -25,21 +27,9 @@ MAX_DEPTH = 64  # archives nest 5 levels deep; far more is a hostile file, not a
 MAX_NUMBER = 2**53  # beyond it a float loses integers; nothing perfpages records comes near it
 _SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
-# JSON Schema counts 1.0 as an integer; perfpages never writes one, and `rounds: 5.0` would
-# reach range() as a float.
-_Validator = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool)))
 
-
-# The one format the schemas use, checked (jsonschema checks none unless told, and its own
-# date-time check needs a package perfpages does not install): "2026-11-30T11:33:04Z".
-_FORMATS = FormatChecker(formats=())
-
-
-@_FORMATS.checks("date-time", raises=ValueError)
 def _date_time(value: object) -> bool:
+    """The one format the schemas use: "2026-11-30T11:33:04Z", with its zone."""
     if not isinstance(value, str):
         return True  # the type is the schema's "type" to refuse
     if "T" not in value:
@@ -53,9 +43,27 @@ def _schema(name: str) -> Any:
 
 
 @cache
+def _jsonschema() -> tuple[Any, Any]:
+    """jsonschema's validator class and format checker for perfpages' archives, made when a
+    document is first refused (importing jsonschema is a tenth of a warm site build)."""
+    from jsonschema import Draft202012Validator, FormatChecker, validators
+
+    # JSON Schema counts 1.0 as an integer; perfpages never writes one, and `rounds: 5.0`
+    # would reach range() as a float.
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
+    # jsonschema checks no format unless told, and its own date-time check needs a package
+    # perfpages does not install.
+    formats = FormatChecker(formats=())
+    formats.checks("date-time", raises=ValueError)(_date_time)
+    return validators.extend(Draft202012Validator, type_checker=checker), formats
+
+
+@cache
 def validator(name: str) -> Draft202012Validator:
     """The validator that names a violation (jsonschema): what `check` reports."""
-    return _Validator(_schema(name), format_checker=_FORMATS)
+    cls, formats = _jsonschema()
+    return cls(_schema(name), format_checker=formats)  # type: ignore[no-any-return]
 
 
 _INTEGER_ONLY = "perfpagesIntegerOnly"
