@@ -40,7 +40,8 @@ def round_metrics(windows: list[Window]) -> dict[str, float]:
         out["errors"] = out.get("errors", 0.0) + failed_errors
     latencies = [w.latency for w in ok if w.latency is not None]
     if latencies:
-        merged = Latency.merged(latencies)
+        # read only here: a round of one window needs no copy of its histogram
+        merged = latencies[0] if len(latencies) == 1 else Latency.merged(latencies)
         out.update(merged.summary_ms())
         low = merged.min_ms()
         if low is not None:  # the histogram's minimum: never archived beside the percentiles
