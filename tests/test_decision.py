@@ -111,3 +111,14 @@ def test_a_floor_drifts_when_beyond_the_threshold_and_its_own_noise() -> None:
     assert decision.drifted(Cell((0.0,)), quiet, 0.10)
     assert Drift("b", "tps", quiet, apart, 0.10).flagged
     assert not Drift("b", "tps", quiet, faster, 0.10).flagged
+
+
+def test_a_cell_whose_rounds_differ_never_prints_one_value_three_times() -> None:
+    from perfpages.analysis.changes import cell_text
+
+    assert cell_text(Cell((1.00098, 1.00099, 1.00099))) == "1.00099 (1.00098–1.00099)"
+    assert cell_text(Cell((1.0017, 1.0017, 1.0018))) == "1.0017 (1.0017–1.0018)"
+    # the default precision where it already tells the rounds apart; equal rounds stay short
+    assert cell_text(Cell((80.9, 90.0, 100.4))) == "90 (80.9–100)"
+    assert cell_text(Cell((1.0, 1.0, 1.0))) == "1.00 (1.00–1.00)"
+    assert cell_text(Cell((5.0,))) == "5.00"

@@ -20,7 +20,7 @@ from perfpages.analysis.method import (
     format_range,
     format_resolution,
 )
-from perfpages.analysis.metric import format_number, info
+from perfpages.analysis.metric import default_digits, format_number, info
 from perfpages.archive.reader import Run
 
 if TYPE_CHECKING:
@@ -35,6 +35,13 @@ EXACT_COLUMNS = ["block", "parameters", "metric", "labels", "base", "other", "ch
 def cell_text(cell: Cell, digits: int | None = None) -> str:
     if cell.n == 1:
         return format_number(cell.median, digits)
+    if digits is None and cell.min != cell.max and format_number(cell.min) == format_number(
+            cell.max):
+        # Rounds that differ never print as "1.00 (1.00–1.00)": up to three more decimals.
+        start = digits = default_digits(cell.median)
+        while digits < start + 3 and format_number(cell.min, digits) == format_number(
+                cell.max, digits):
+            digits += 1
     return (f"{format_number(cell.median, digits)} "
             f"({format_number(cell.min, digits)}–{format_number(cell.max, digits)})")
 

@@ -133,10 +133,15 @@ def format_number(value: float, digits: int | None = None) -> str:
     if value != value:  # NaN
         return "n/a"
     if digits is None:
-        size = abs(value)
-        digits = 0 if size >= 100 or (value == int(value) and size >= 10) else (
-            1 if size >= 10 else 2 if size >= 0.1 else 3)
+        digits = default_digits(value)
     return f"{value:,.{digits}f}"
+
+
+def default_digits(value: float) -> int:
+    """The decimals `format_number` prints by default (three significant figures)."""
+    size = abs(value)
+    return 0 if size >= 100 or (value == int(value) and size >= 10) else (
+        1 if size >= 10 else 2 if size >= 0.1 else 3)
 
 
 def format_value(value: float, unit: str = "", digits: int | None = None) -> str:

@@ -18,6 +18,7 @@ from statistics import median
 from typing import Any
 
 from perfpages.analysis import decision, noise
+from perfpages.analysis.changes import cell_text
 from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import block_metrics, fingerprint_differences, format_percent
 from perfpages.analysis.metric import format_number, info
@@ -48,9 +49,8 @@ def label_pairs(manifest: Manifest) -> list[tuple[str, str, bool]]:
 
 
 def _stats(cell: Cell) -> dict[str, Any]:
-    text = format_number(cell.median) if cell.n == 1 else (
-        f"{format_number(cell.median)} ({format_number(cell.min)}–{format_number(cell.max)})")
-    return {"median": cell.median, "min": cell.min, "max": cell.max, "n": cell.n, "text": text}
+    return {"median": cell.median, "min": cell.min, "max": cell.max, "n": cell.n,
+            "text": cell_text(cell)}
 
 
 def _side(m: Manifest) -> dict[str, Any]:
