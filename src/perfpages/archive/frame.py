@@ -75,7 +75,7 @@ def rows(run: Run, kinds: Iterable[str] = ("measure", "floor")) -> list[dict[str
     run and kinds: merging histograms is the costly part of reading a run, and a run page's
     tables, warnings and cells all read the same rows."""
     wanted = frozenset(kinds)
-    # Rows are grouped by kind first, so the rows of some kinds are the ones of more kinds
+    # A row's group includes its kind, so the rows of fewer kinds are those of more kinds
     # filtered, in the same order: measured and floor rows are computed once for all readers.
     both = frozenset(("measure", "floor"))
     key = ("rows", both if wanted <= both else wanted)
