@@ -70,7 +70,7 @@ _INTEGER_ONLY = "perfpagesIntegerOnly"
 
 
 class _IntegerOnly:
-    """jsonschema-rs's custom keyword for perfpages' integers: 1.0 is not one (see _Validator)."""
+    """jsonschema-rs's custom keyword for perfpages' integers: 1.0 is not one (see _jsonschema)."""
 
     def __init__(self, parent_schema: Any, value: Any, schema_path: Any) -> None:
         self.active = value is True
