@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import itertools
 import math
-import struct
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from perfpages.archive import schema
-from perfpages.archive.histogram import HIGHEST_US, LOWEST_US, SIGNIFICANT_FIGURES, Latency
+from perfpages.archive.histogram import HistogramError, Latency
 from perfpages.errors import ArchiveError
 
 Kind = Literal["measure", "warmup", "floor"]
 Scalar = str | int | float | bool
 
-# A decoded histogram of perfpages' range holds ~24k counters (under 250 KB as varints).
-MAX_HDR_BYTES = 1 << 20
 _ORDER = ("p50", "p95", "p99", "p99.9", "p99.99", "max")
 _SLACK_MS = 1e-3  # the summary is rounded to 4 decimals of a ms; the histogram's unit is 1 µs
 _CORRUPT = "the line is corrupt: archive a new run"
@@ -122,29 +116,13 @@ def _finite(value: float | None) -> float | None:
 
 
 def decode_latency(data: dict[str, Any], where: str | Path, line: int) -> Latency:
-    """The window's histogram, refused before hdrh sees it unless it has perfpages' range: hdrh
-    allocates whatever range a header asks for, and inflates whatever it is given."""
-    def bad(what: str) -> ArchiveError:
-        return ArchiveError(what, where=where, line=line, key="latency.hdr", fix=_CORRUPT)
-
-    try:
-        raw = base64.b64decode(data["hdr"], validate=True)
-        inflate = zlib.decompressobj()
-        payload = inflate.decompress(raw[8:], MAX_HDR_BYTES)
-    except (binascii.Error, ValueError, zlib.error):
-        raise bad("not a valid encoded HdrHistogram") from None
-    if inflate.unconsumed_tail:
-        raise bad(f"the histogram inflates beyond {MAX_HDR_BYTES >> 20} MiB")
-    if len(payload) < 40:
-        raise bad("not a valid encoded HdrHistogram")
-    figures, lowest, highest = struct.unpack(">12xIQQ8x", payload[:40])
-    if (figures, lowest, highest) != (SIGNIFICANT_FIGURES, LOWEST_US, HIGHEST_US):
-        raise bad(f"a histogram of {lowest}–{highest} µs with {figures} figures, not perfpages' "
-                  f"{LOWEST_US}–{HIGHEST_US} µs with {SIGNIFICANT_FIGURES}")
+    """The window's histogram: Latency.decode refuses any but perfpages' range, before hdrh
+    sees it."""
     try:
         return Latency.decode(data["hdr"], data.get("clamped", 0))
-    except Exception:  # hdrh raises assorted errors on corrupt payloads
-        raise bad("not a valid encoded HdrHistogram") from None
+    except HistogramError as exc:
+        raise ArchiveError(str(exc), where=where, line=line, key="latency.hdr",
+                           fix=_CORRUPT) from None
 
 
 def check_values(data: dict[str, Any], latency: Latency | None, where: str | Path,
@@ -177,8 +155,7 @@ def check_values(data: dict[str, Any], latency: Latency | None, where: str | Pat
         if shown or "mean" in summary:
             raise bad("percentiles of an empty histogram", "latency")
         return
-    low = latency.hdr.get_lowest_equivalent_value(latency.hdr.get_min_value()) / 1000
-    high = latency.hdr.get_max_value() / 1000
+    low, high = latency.min_ms() or 0.0, latency.max_ms() or 0.0
     if "mean" in summary:
         shown.append(("mean", summary["mean"]))
     for key, value in shown:
