@@ -30,9 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from perfpages.analysis.changes import frame_cells  # noqa: E402
 from perfpages.analysis.decision import Change, Rule  # noqa: E402
-from perfpages.archive.frame import load  # noqa: E402
+from perfpages.analysis.tidy import Tidy  # noqa: E402
 from perfpages.archive.reader import open_run  # noqa: E402
 from perfpages.run import cost, pgbench  # noqa: E402
 from perfpages.run.postgres import EmbeddedServer, embedded_binaries  # noqa: E402
@@ -56,7 +55,7 @@ def spread(rounds: int, archived: Path | None = None) -> None:
         run = open_run(next(p for p in results.iterdir() if (p / "run.json").exists()))
         print(f"run {run.manifest.id}: {rounds} rounds, {time.monotonic() - started:.0f} s")
     rule = Rule.of(run.manifest.method)
-    cells = frame_cells(load(run))
+    cells = Tidy.of(run).cells
     calls = sorted({key[1] for key in cells if key[0] == "calls"})
     print(f"{'call':36} {'metric':12} {'A/A shift (99 % interval)':32} {'width':>7} "
           f"{'resolves':>9} {'0.42.0 → 0.43.0':>24}")

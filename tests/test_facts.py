@@ -192,7 +192,7 @@ def two_floors(results: Path) -> Path:
 
 def test_the_pgbench_and_health_floors_are_never_pooled(two_floors: Path) -> None:
     from perfpages.analysis import report
-    from perfpages.archive.frame import load
+    from perfpages.analysis.tidy import Tidy
 
     steady, both = facts(two_floors, DEMO), facts(two_floors, HEALTH)
     # the pgbench floor reads as before; the /health floor is its own cell
@@ -210,8 +210,8 @@ def test_the_pgbench_and_health_floors_are_never_pooled(two_floors: Path) -> Non
     with pytest.raises(AnalysisError, match="no 'health' floor around block 'callers'"):
         steady.floor(block="callers", kind="health")
     run = open_run(two_floors / HEALTH)
-    entries = [(d["block"], d["floor"]) for d in report.drift(run, load(run, kinds=("floor",)))]
+    entries = [(d["block"], d["floor"]) for d in report.drift(run, Tidy.of(run, kinds=("floor",)))]
     assert ("callers", "pgbench") in entries and ("callers", "health") in entries
     assert entries.index(("callers", "pgbench")) < entries.index(("callers", "health"))
-    lines = [report.drift_line(d) for d in report.drift(run, load(run, kinds=("floor",)))]
+    lines = [report.drift_line(d) for d in report.drift(run, Tidy.of(run, kinds=("floor",)))]
     assert any("/health floor" in line for line in lines)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from perfpages.analysis.saturation import knees, line
+from perfpages.analysis.tidy import Tidy
 
 
-def frame(points: dict[int, tuple[float, float]]) -> pd.DataFrame:
+def frame(points: dict[int, tuple[float, float]]) -> Tidy:
     rows = []
     for clients, (tput, p95) in points.items():
         for rnd in (1, 2, 3):
@@ -15,7 +14,7 @@ def frame(points: dict[int, tuple[float, float]]) -> pd.DataFrame:
                 rows.append({"run": "r", "kind": "measure", "block": "mix", "label": "pg18",
                              "round": rnd, "parameters": f"clients={clients}",
                              "metric": metric, "value": value, "clients": clients})
-    return pd.DataFrame(rows)
+    return Tidy(rows)
 
 
 def test_the_knee_is_flagged_where_throughput_stalls_and_p95_climbs() -> None:

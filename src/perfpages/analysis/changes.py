@@ -8,7 +8,7 @@ report's JSON carries the raw numbers beside the printed text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfpages.analysis import certification
 from perfpages.analysis.decision import Cell, Change, Rule
@@ -21,10 +21,8 @@ from perfpages.analysis.method import (
     format_resolution,
 )
 from perfpages.analysis.metric import default_digits, format_number, info
+from perfpages.analysis.tidy import Tidy
 from perfpages.archive.reader import Run
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 Found = certification.Found
 COLUMNS = ["block", "parameters", "metric", "labels", "base", "other", "change", "verdict"]
@@ -51,38 +49,15 @@ def metric_header(metric: str) -> str:
     return f"{metric} ({unit})" if unit else metric
 
 
-def frame_cells(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], Cell]:
-    """Every measured cell of a frame, its values in round order, by (block, parameters,
-    label, metric)."""
-    if frame.empty:
-        return {}
-    # Plain lists, not a pandas groupby: a run page reads every cell, and a group's overhead
-    # was most of its cost.
-    columns = [frame[c].tolist() for c in ("kind", "block", "parameters", "label", "metric",
-                                           "round", "value")]
-    groups: dict[tuple[str, str, str, str], list[tuple[int, float]]] = {}
-    for kind, block, pkey, label, metric, rnd, value in zip(*columns, strict=True):
-        if kind == "measure":
-            groups.setdefault((block, pkey, label, metric), []).append((int(rnd), value))
-    out = {}
-    for key, pairs in groups.items():
-        pairs.sort(key=lambda p: p[0])  # stable: windows of one round keep their order
-        out[key] = Cell(tuple(v for _, v in pairs), tuple(r for r, _ in pairs))
-    return out
-
-
-def changes(run: Run, frame: pd.DataFrame, pairs: list[tuple[str, str]],
-            rule: Rule) -> list[Found]:
+def changes(run: Run, tidy: Tidy, pairs: list[tuple[str, str]], rule: Rule) -> list[Found]:
     """(block, parameters, "other vs base", change) for every pair in every cell the block's
     metrics with a better direction hold."""
-    cells = frame_cells(frame)
-    measured = frame[frame["kind"] == "measure"]
+    cells = tidy.cells
     out = []
-    for block in dict.fromkeys(measured["block"]):
-        rows_b = measured[measured["block"] == block]
-        metrics = [m for m in block_metrics(run.manifest, block, set(rows_b["metric"]))
+    for block, (params, present) in tidy.blocks.items():
+        metrics = [m for m in block_metrics(run.manifest, block, present)
                    if info(m).higher_is_better is not None]
-        for pkey in dict.fromkeys(rows_b["parameters"]):
+        for pkey in params:
             for metric in metrics:
                 for base, other in pairs:
                     a = cells.get((block, pkey, base, metric))

@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from perfpages.analysis.decision import Rule
 from perfpages.analysis.method import check_comparable, machine_text
-from perfpages.archive.frame import load
+from perfpages.analysis.tidy import Tidy
 from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
 
@@ -22,10 +20,10 @@ SCOPES = {"quick": "a quick run (the suite's reduced sizes)",
 
 @dataclass(frozen=True)
 class Cross:
-    """One frame holding one label of each run, named RUN:LABEL; the runs in order of first
+    """The rows of one label of each run, named RUN:LABEL; the runs in order of first
     mention; how their fingerprints differ (allowed by --allow-mixed)."""
 
-    frame: pd.DataFrame
+    tidy: Tidy
     labels: list[str]
     differences: list[str]
     runs: list[Run]
@@ -35,15 +33,16 @@ def cross_run(sides: list[tuple[Run, str]], allow_mixed: bool = False) -> Cross:
     """The labels `sides` names, after the comparability check."""
     runs = list({run.id: run for run, _ in sides}.values())
     differences = check_comparable([r.manifest for r in runs], allow=allow_mixed)
-    parts, names = [], []
+    parts: list[dict[str, Any]] = []
+    names = []
     for run, label in sides:
         if label not in run.manifest.labels:
             raise AnalysisError(f"no label {label!r} in run {run.id}",
                                 fix=f"choose among: {', '.join(run.manifest.labels)}")
-        frame = load(run)
-        parts.append(frame[frame["label"] == label].assign(label=f"{run.id}:{label}"))
-        names.append(f"{run.id}:{label}")
-    return Cross(pd.concat(parts, ignore_index=True), names, differences, runs)
+        name = f"{run.id}:{label}"
+        parts += [{**row, "label": name} for row in Tidy.of(run).rows if row["label"] == label]
+        names.append(name)
+    return Cross(Tidy(parts), names, differences, runs)
 
 
 def interleaved(cross: Cross) -> bool:

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from perfpages.analysis import decision
-from perfpages.analysis.changes import frame_cells
+from perfpages.analysis.tidy import Tidy
 from perfpages.archive import preflight
 from perfpages.archive.reader import Run
 
 
-def generator_cpu(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def generator_cpu(tidy: Tidy) -> list[dict[str, Any]]:
     """Per HTTP cell, the load generator's busiest process's CPU over the rounds (% of one
     core): median and max, and whether it was busy enough to set the pace (`decision`)."""
-    cells = frame_cells(frame[frame["metric"] == "generator_cpu_pct"])
+    cells = tidy.cells_of("generator_cpu_pct")
     return [{"block": block, "parameters": pkey, "label": label, "median": c.median,
              "max": c.max, "busy": decision.generator_busy(c.max)}
             for (block, pkey, label, _), c in cells.items()]

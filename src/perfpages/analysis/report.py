@@ -7,8 +7,6 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import pandas as pd
-
 from perfpages.analysis import (
     certification,
     crossrun,
@@ -20,7 +18,6 @@ from perfpages.analysis import (
 )
 from perfpages.analysis import changes as changes_table
 from perfpages.analysis.changes import cell_text, changes, metric_header
-from perfpages.analysis.changes import frame_cells as _cells
 from perfpages.analysis.crossrun import Cross
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
 from perfpages.analysis.method import (
@@ -32,8 +29,8 @@ from perfpages.analysis.method import (
 )
 from perfpages.analysis.metric import COST_METRICS, format_number, info
 from perfpages.analysis.text import fence, prose
+from perfpages.analysis.tidy import Tidy, median
 from perfpages.archive import diagnostics, preflight
-from perfpages.archive.frame import load
 from perfpages.archive.reader import Run
 from perfpages.archive.window import floor_kind
 from perfpages.errors import AnalysisError
@@ -53,16 +50,14 @@ class Table:
                 "notes": self.notes}
 
 
-def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table]:
-    cells = _cells(frame)
+def block_tables(run: Run, tidy: Tidy, labels: list[str]) -> list[Table]:
+    cells = tidy.cells
     tables = []
-    measured = frame[frame["kind"] == "measure"]
-    for block in dict.fromkeys(measured["block"]):
-        rows_b = measured[measured["block"] == block]
-        metrics = block_metrics(run.manifest, block, set(rows_b["metric"]))
+    for block, (params, present) in tidy.blocks.items():
+        metrics = block_metrics(run.manifest, block, present)
         table = Table(run.manifest.block(block).title or block,
                       ["parameters", "metric", *labels], [])
-        for pkey in dict.fromkeys(rows_b["parameters"]):
+        for pkey in params:
             for metric in metrics:
                 row = [pkey or "—", metric_header(metric)]
                 for label in labels:
@@ -78,17 +73,17 @@ def block_tables(run: Run, frame: pd.DataFrame, labels: list[str]) -> list[Table
             table.notes.append(f"{WARN} the cell's rounds include errors, non-2xx responses "
                                "or failed windows")
         tables.append(table)
-        costs = [m for m in COST_METRICS if m in set(rows_b["metric"]) and m not in metrics]
+        costs = [m for m in COST_METRICS if m in present and m not in metrics]
         if costs:
-            tables.append(_cost_table(table.title, rows_b, cells, block, costs, labels))
+            tables.append(_cost_table(table.title, params, cells, block, costs, labels))
     return tables
 
 
-def _cost_table(title: str, rows_b: pd.DataFrame, cells: dict[Any, Any], block: str,
+def _cost_table(title: str, params: list[str], cells: dict[Any, Any], block: str,
                 metrics: list[str], labels: list[str]) -> Table:
     """What a call cost in the block, per label: the work behind its rates."""
     table = Table(f"{title}: cost per call", ["parameters", "metric", *labels], [])
-    for pkey in dict.fromkeys(rows_b["parameters"]):
+    for pkey in params:
         for metric in metrics:
             found = [cells.get((block, pkey, label, metric)) for label in labels]
             if any(found):
@@ -100,18 +95,18 @@ def _cost_table(title: str, rows_b: pd.DataFrame, cells: dict[Any, Any], block: 
     return table
 
 
-def aa_changes(run: Run, frame: pd.DataFrame, rule: Rule) -> list[changes_table.Found]:
+def aa_changes(run: Run, tidy: Tidy, rule: Rule) -> list[changes_table.Found]:
     """What each A/A pair measured, cell by cell: the differences this machine and method show
     between two identical builds, against which every other change is read."""
     pairs = noise.same_builds(run.manifest)
     if not pairs:
         return []  # the usual case: no second pass over the cells
-    return changes(run, frame, pairs, rule)
+    return changes(run, tidy, pairs, rule)
 
 
-def noise_floor(run: Run, frame: pd.DataFrame, rule: Rule) -> list[noise.Row]:
+def noise_floor(run: Run, tidy: Tidy, rule: Rule) -> list[noise.Row]:
     """The A/A pairs' cells grouped by block, metric and pair (the noise floor)."""
-    return noise.rows(aa_changes(run, frame, rule))
+    return noise.rows(aa_changes(run, tidy, rule))
 
 
 def noise_line(row: noise.Row) -> str:
@@ -122,34 +117,31 @@ def noise_line(row: noise.Row) -> str:
             f"floor{flag}")
 
 
-def drift(run: Run, frame: pd.DataFrame) -> list[dict[str, Any]]:
+def drift(run: Run, tidy: Tidy) -> list[dict[str, Any]]:
     """Floors before and after each block, per kind of floor (pgbench first), and whether the
     machine drifted in between: each kind decided on its own windows, never pooled."""
-    floors = frame[frame["kind"] == "floor"]
-    if floors.empty:
-        return []
-    named = floors["floor"] if "floor" in floors else [None] * len(floors)
-    floors = floors.assign(floor_kind=[floor_kind({"floor": v}) for v in named])
+    blocks: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in tidy.floors:
+        kind = floor_kind({"floor": r.get("floor")})
+        blocks.setdefault(r["block"], {}).setdefault(kind, []).append(r)
     out = []
     threshold = run.manifest.method.drift_threshold
-    for block, rows_b in floors.groupby("block", sort=False):
-        for kind in sorted(set(rows_b["floor_kind"]), key=lambda k: (k != "pgbench", k)):
-            rows_k = rows_b[rows_b["floor_kind"] == kind]
-            metric = next((m for m in ("tps", "throughput") if m in set(rows_k["metric"])), None)
-            if metric is None or "position" not in rows_k:
+    for block, kinds in blocks.items():
+        for kind in sorted(kinds, key=lambda k: (k != "pgbench", k)):
+            present = {r["metric"] for r in kinds[kind]}
+            metric = next((m for m in ("tps", "throughput") if m in present), None)
+            rows_m = [r for r in kinds[kind] if r["metric"] == metric]
+            before = [float(r["value"]) for r in rows_m if r.get("position") == "before"]
+            after = [float(r["value"]) for r in rows_m if r.get("position") == "after"]
+            low, high = median(before), median(after)
+            if low is None or high is None:
                 continue
-            rows_m = rows_k[rows_k["metric"] == metric]
-            before = rows_m[rows_m["position"] == "before"]["value"]
-            after = rows_m[rows_m["position"] == "after"]["value"]
-            if before.empty or after.empty:
-                continue
+            values = [float(r["value"]) for r in rows_m]
             out.append({"block": block, "floor": kind, "metric": metric,
-                        "before": float(before.median()), "after": float(after.median()),
-                        "min": float(rows_m["value"].min()), "max": float(rows_m["value"].max()),
-                        "drift_percent": decision.percent_change(float(before.median()),
-                                                                 float(after.median())),
-                        "flagged": decision.drifted(Cell(tuple(map(float, before))),
-                                                    Cell(tuple(map(float, after))), threshold)})
+                        "before": low, "after": high, "min": min(values), "max": max(values),
+                        "drift_percent": decision.percent_change(low, high),
+                        "flagged": decision.drifted(Cell(tuple(before)), Cell(tuple(after)),
+                                                    threshold)})
     return out
 
 
@@ -163,10 +155,10 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     m = run.manifest
     differences: list[str] = []
     if cross:
-        frame, labels, differences = cross.frame, cross.labels, cross.differences
+        tidy, labels, differences = cross.tidy, cross.labels, cross.differences
         pairs = [(labels[0], other) for other in labels[1:]]
     else:
-        frame = load(run)
+        tidy = Tidy.of(run)
         labels = list(m.labels)
         if compare:
             for label in compare:
@@ -179,25 +171,25 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
     rule = Rule.of(m.method)
     if min_rounds:
         rule = replace(rule, min_rounds=min_rounds)
-    if frame.empty or frame[frame["kind"] == "measure"].empty:
+    if not tidy.measured:
         raise AnalysisError(f"run {m.id} has no measurement windows", fix="archive a new run")
-    found = changes(run, frame, pairs, rule)
-    knees = saturation.knees(frame)
-    if cross:  # each run's floors from its own windows (the frame holds one label of each)
-        per_run = {r.id: drift(r, load(r)) for r in cross.runs}
+    found = changes(run, tidy, pairs, rule)
+    knees = saturation.knees(tidy)
+    if cross:  # each run's floors from its own windows (the rows hold one label of each)
+        per_run = {r.id: drift(r, Tidy.of(r)) for r in cross.runs}
         floors = [{**d, "run": run_id} for run_id, ds in per_run.items() for d in ds]
     else:
-        floors = drift(run, frame)
+        floors = drift(run, tidy)
     sides = {f"{other} vs {base}": (base, other) for base, other in pairs}
     # An A/A pair's clear difference is the machine's noise, flagged in the noise floor: never a
     # loss that fails CI (with 3 rounds, 1 comparison in 10 would).
     twins = {f"{b} vs {a}" for a, b in noise.same_builds(m)} if not cross else set()
-    aa_found = aa_changes(run, frame, rule) if not cross else []
+    aa_found = aa_changes(run, tidy, rule) if not cross else []
     aa = noise.rows(aa_found)
     table = changes_table.table(found, rule, aa_found)
     certified = certification.certificates(found, aa_found) if rule.exact and not cross else []
     checks, shared = preflight.read(run.path), machine_load.windows(run)
-    generator = machine_load.generator_cpu(frame) if not cross else []
+    generator = machine_load.generator_cpu(tidy) if not cross else []
     busy = machine_load.warnings(checks, shared) + [
         machine_load.generator_line(x) for x in generator if x["busy"]]
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
@@ -213,7 +205,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
                    else transcribed.method_text(m.source, m.method.rounds, rule.min_rounds)
                    if m.source is not None
                    else method_text(m.method.rounds, m.method.order, rule)),
-        "tables": [t.to_json() for t in block_tables(run, frame, labels)],
+        "tables": [t.to_json() for t in block_tables(run, tidy, labels)],
         "changes": table,
         **({"certification": [c.to_json() for c in certified]} if rule.exact else {}),
         "drift": floors,
@@ -229,7 +221,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "notes": notes + [noise_line(r) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],
-        "warnings": warnings(run, frame, found, [] if rule.exact else floors, knees,
+        "warnings": warnings(run, tidy, found, [] if rule.exact else floors, knees,
                              scope=not cross) + flagged,
         "losses": [loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                    if c.clear and c.better is False and pair not in twins],
@@ -253,7 +245,7 @@ SCOPE_WARNINGS = {"quick": "quick run: the suite's reduced sizes, not its full m
 BAD = {"failed_windows": "failed windows", "errors": "errors", "non_2xx": "non-2xx responses"}
 
 
-def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Change]],
+def warnings(run: Run, tidy: Tidy, found: list[tuple[str, str, str, Change]],
              floors: list[dict[str, Any]], knees: list[dict[str, Any]],
              scope: bool = True) -> list[str]:
     """Everything the report flags, a line each, from the data rather than from the printed
@@ -264,7 +256,7 @@ def warnings(run: Run, frame: pd.DataFrame, found: list[tuple[str, str, str, Cha
     if scope and run.manifest.source is not None:
         out.append(run.manifest.source.note())
     bad: dict[tuple[str, str], dict[str, Any]] = {}  # (block, label) -> totals, parameter sets
-    for (block, pkey, label, metric), c in _cells(frame[frame["metric"].isin(BAD)]).items():
+    for (block, pkey, label, metric), c in tidy.cells_of(*BAD).items():
         if c.max > 0:
             entry = bad.setdefault((block, label), {"params": {}, "totals": dict.fromkeys(BAD, 0)})
             entry["params"][pkey or "—"] = None

@@ -23,6 +23,7 @@ from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import block_metrics, fingerprint_differences, format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.text import prose, table
+from perfpages.analysis.tidy import Tidy
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
@@ -31,12 +32,8 @@ Key = tuple[str, str, str, str]  # block, parameters, label, metric
 
 
 def run_cells(run: Run) -> dict[Key, Cell]:
-    """Every measured cell of a run, as `bench report` reads them (pandas is imported here)."""
-    from perfpages.analysis.report import _cells
-    from perfpages.archive.frame import load
-
-    frame = load(run, kinds=("measure",))
-    return _cells(frame) if not frame.empty else {}
+    """Every measured cell of a run, as `bench report` reads them."""
+    return Tidy.of(run, kinds=("measure",)).cells
 
 
 def label_pairs(manifest: Manifest) -> list[tuple[str, str, bool]]:

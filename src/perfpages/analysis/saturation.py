@@ -3,31 +3,29 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, saturated
-
-if TYPE_CHECKING:  # pandas loads only when knees() runs
-    import pandas as pd
+from perfpages.analysis.tidy import Tidy, median
 
 
-def knees(frame: pd.DataFrame, min_gain: float = MIN_GAIN,
+def knees(tidy: Tidy, min_gain: float = MIN_GAIN,
           p95_rise: float = P95_RISE) -> list[dict[str, Any]]:
-    """Every step of every client sweep (medians of the rounds), flagged where saturated."""
-    import pandas as pd
-
-    data = frame[frame["kind"] == "measure"]
-    if "clients" not in data or data.empty:
-        return []
+    """Every step of every client sweep (medians of the rounds of every parameter set with
+    those clients), flagged where saturated."""
+    sweeps: dict[tuple[str, str], dict[tuple[Any, str], list[float]]] = {}
+    for r in tidy.measured:
+        values = sweeps.setdefault((r["block"], r["label"]), {})
+        if r.get("clients") is not None and r["metric"] in ("throughput", "p95"):
+            values.setdefault((r["clients"], r["metric"]), []).append(float(r["value"]))
     out = []
-    for (block, label), rows in data.groupby(["block", "label"], sort=False):
-        medians = rows.groupby(["clients", "metric"])["value"].median()
+    for (block, label), values in sweeps.items():
         points = []
-        for clients in sorted(c for c in rows["clients"].dropna().unique()):
-            tput = medians.get((clients, "throughput"))
-            p95 = medians.get((clients, "p95"))
-            if tput is not None and p95 is not None and not pd.isna(tput) and not pd.isna(p95):
-                points.append((int(clients), float(tput), float(p95)))
+        for clients in sorted({c for c, _ in values}):
+            tput = median(values.get((clients, "throughput"), []))
+            p95 = median(values.get((clients, "p95"), []))
+            if tput is not None and p95 is not None:
+                points.append((int(clients), tput, p95))
         for (c1, t1, l1), (c2, t2, l2) in itertools.pairwise(points):
             if c2 < 2 * c1 or t1 <= 0 or l1 <= 0:
                 continue

@@ -6,13 +6,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import fmean
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from perfpages.archive.histogram import Latency
 from perfpages.archive.reader import Run, open_run
 from perfpages.archive.window import Window, params_key
+
+if TYPE_CHECKING:  # pandas loads with the first DataFrame: a run page's report needs none
+    import pandas as pd
 
 COLUMNS = ["run", "kind", "block", "label", "round", "parameters", "metric", "value"]
 
@@ -106,6 +107,8 @@ def _rows(run: Run, wanted: frozenset[str]) -> list[dict[str, Any]]:
 def load(runs: Run | Path | str | Iterable[Run | Path | str],
          kinds: Iterable[str] = ("measure", "floor")) -> pd.DataFrame:
     """A tidy DataFrame of one or several runs; each parameter also gets its own column."""
+    import pandas as pd
+
     if isinstance(runs, Run | Path | str):
         runs = [runs]
     records: list[dict[str, Any]] = []
