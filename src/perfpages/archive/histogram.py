@@ -45,16 +45,11 @@ def _shape() -> tuple[int, int, int]:
 
 def _values(index: Any) -> tuple[Any, Any]:
     """hdrh's get_value_from_index (the lowest value a counter holds) and the width of the
-    counter's range, for an array of counter indexes."""
-    import numpy as np
-
+    counter's range, for a counter's index or an int64 array of them."""
     unit, magnitude, _ = _shape()
     bucket = (index >> magnitude) - 1
-    sub = (index & ((1 << magnitude) - 1)) + (1 << magnitude)
-    first = bucket < 0
-    sub = np.where(first, sub - (1 << magnitude), sub)
-    bucket = np.where(first, 0, bucket)
-    return sub.astype(np.int64) << (bucket + unit), np.int64(1) << (bucket + unit)
+    bucket = bucket * (bucket > 0)  # the first two half-buckets share a unit width
+    return (index - (bucket << magnitude)) << (bucket + unit), 2 ** (bucket + unit)
 
 
 class Latency:
@@ -160,7 +155,7 @@ class Latency:
         if self.count == 0:
             return None
         index, _ = self._nonempty()
-        return int(_values(index[:1])[0][0]) / 1000.0
+        return _values(int(index[0]))[0] / 1000.0
 
     def max_ms(self) -> float | None:
         """hdrh's get_max_value() in milliseconds (the highest value of the slowest counter);
@@ -168,8 +163,8 @@ class Latency:
         if self.count == 0:
             return None
         index, _ = self._nonempty()
-        lowest, width = _values(index[-1:])
-        return int(lowest[0] + width[0] - 1) / 1000.0
+        lowest, width = _values(int(index[-1]))
+        return (lowest + width - 1) / 1000.0
 
     def percentiles_ms(self, percentiles: Iterable[float]) -> list[float]:
         """get_value_at_percentile() of each percentile in milliseconds, from one pass over the

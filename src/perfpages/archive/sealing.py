@@ -38,24 +38,27 @@ STAGED = f".{seal.RUN_FILE}.*.tmp"  # step 1's file (write_bytes_atomic's too, w
 STALE = ".*.tmp"  # any temporary file a killed writer left beside run.json
 
 
-def _temporary(path: Path, data: bytes) -> Path:
-    """`data` in a hidden file beside `path`, fsynced (0644: archives are meant to be shared)."""
+def _temporary(path: Path, data: bytes, durable: bool = True) -> Path:
+    """`data` in a hidden file beside `path`, fsynced unless not `durable` (0644: archives are
+    meant to be shared)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), 0o644)
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write next to the destination, fsync, then rename: readers never see half a file."""
-    tmp = _temporary(path, data)
+def write_bytes_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write next to the destination, fsync, then rename: readers never see half a file.
+    `durable=False` skips the fsync, for what is rebuilt when lost (a checksummed cache)."""
+    tmp = _temporary(path, data, durable)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -63,8 +66,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: Path, text: str, durable: bool = True) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"), durable)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -179,10 +179,11 @@ def _checksum(key: str, data: Any) -> str:
 
 
 def write_entry(path: Path, key: str, data: Any) -> None:
-    """A cache entry: `data` with the key it was computed under and its checksum."""
+    """A cache entry: `data` with the key it was computed under and its checksum. Not fsynced:
+    an entry a crash cut short fails its checksum and is rebuilt (read_entry)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps({"key": key, "checksum": _checksum(key, data),
-                                        "data": data}))
+                                        "data": data}), durable=False)
 
 
 def read_entry(path: Path, key: str) -> Any | None:
