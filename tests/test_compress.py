@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -342,3 +343,23 @@ def test_a_real_run_whose_subject_logs_every_request(tmp_path: Path) -> None:
     assert "server.log.gz</a> (<a href=" in page
     excerpt = site / "runs" / run_dir.name / "diagnostics/calls/fast/server.log.excerpt.txt"
     assert '"GET /item?id=' in excerpt.read_text() and "listening" in excerpt.read_text()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_excerpt_is_the_first_and_last_lines_of_the_file(tmp_path: Path, seed: int) -> None:
+    """Across chunk boundaries, with long, multibyte and \\r-ended lines: the excerpt holds what
+    splitting the whole file gives (only head and tail lines are decoded)."""
+    rng = random.Random(seed)
+    words = ["a", "statement", "é", "日本", "x" * 70, "\r", "y" * 3000]
+    lines = ["".join(rng.choice(words) for _ in range(rng.randint(0, 4 if seed % 2 else 2)))
+             for _ in range(rng.choice([3, 150_000, 400_000]))]
+    data = "\n".join(lines).encode() + (b"\n" if seed < 2 else b"")
+    path = tmp_path / "log.txt.gz"
+    path.write_bytes(files.gzip_bytes(data))
+    ex = files.excerpt(path, keep=5, width=60)
+    split = data.decode().split("\n")
+    texts = [line.rstrip("\r") for line in (split[:-1] if split[-1] == "" else split)]
+    shown = [t if len(t) <= 60 else t[:60] + "…" for t in texts]
+    assert (ex.lines, ex.plain_bytes) == (len(texts), len(data))
+    assert ex.head == shown[:5] and ex.tail == shown[5:][-5:]
+    assert ex.cut == any(len(t) > 60 for t in texts)

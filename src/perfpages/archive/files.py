@@ -215,27 +215,39 @@ class Excerpt:
 
 def excerpt(path: Path, keep: int, width: int) -> Excerpt:
     """The first and last `keep` lines of a stored file (each cut to `width` characters),
-    read in one bounded pass: memory holds 2 × keep lines, whatever the file's size."""
+    read in one bounded pass: memory holds 2 × keep lines, whatever the file's size. Lines
+    between are counted and measured, never decoded: a log holds millions."""
     out = Excerpt()
-    tail: deque[str] = deque(maxlen=keep)
+    tail: deque[bytes] = deque(maxlen=keep)
+    bound = 4 * width + 4  # UTF-8 is at most 4 bytes a character: enough to cut at `width`
+
+    def text(raw: bytes) -> str:
+        return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+    def take(lines: list[bytes]) -> None:
+        out.lines += len(lines)
+        room = max(keep - len(out.head), 0)
+        out.head += [text(raw[:bound]) for raw in lines[:room]]
+        tail.extend(raw[:bound] for raw in lines[max(room, len(lines) - keep):])
+        if not out.cut and max(map(len, lines), default=0) > width:  # bytes ≥ characters
+            out.cut = any(len(text(raw[:bound])) > width for raw in lines if len(raw) > width)
+
     line = b""
-
-    def emit(raw: bytes) -> None:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        if len(text) > width:
-            text, out.cut = text[:width] + "…", True
-        out.lines += 1
-        (out.head.append if len(out.head) < keep else tail.append)(text)
-
     for chunk in chunks(path):
         out.plain_bytes += len(chunk)
         pieces = chunk.split(b"\n")
-        for piece in pieces[:-1]:
-            emit(line + piece[: 4 * width + 4 - len(line)])
+        if len(pieces) > 1:
+            pieces[0] = line + pieces[0][: bound - len(line)]
+            take(pieces[:-1])
             line = b""
-        if len(line) < 4 * width + 4:  # UTF-8 is at most 4 bytes a character
-            line += pieces[-1][: 4 * width + 4 - len(line)]
+        if len(line) < bound:
+            line += pieces[-1][: bound - len(line)]
     if line:
-        emit(line)
-    out.tail = list(tail)
+        take([line])
+    out.head = [_cut(t, width) for t in out.head]
+    out.tail = [_cut(text(raw), width) for raw in tail]
     return out
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width] + "…"
