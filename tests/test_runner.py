@@ -139,6 +139,28 @@ def test_interrupted_run_is_partial_then_resumed(tmp_path: Path,
         run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path, resume=run_dir.name))
 
 
+@pytest.mark.postgres
+def test_a_resumed_run_keeps_the_summary_of_a_block_measured_before(tmp_path: Path,
+                                                                    leftovers: Leftovers) -> None:
+    """A block whose windows an earlier process measured is not summarised again, with the
+    empty counters of a process that measured none of it."""
+    def stop_at_the_floor_after(w: Window) -> None:  # the block's diagnostics are written
+        if w.kind == "floor" and w.params.get("position") == "after":
+            raise KeyboardInterrupt
+
+    with pytest.raises(PerfpagesError, match="partial"):
+        run(Options(suite="tiny", benchmarks=BENCHMARKS, results=tmp_path, labels=["a"],
+                    on_window=stop_at_the_floor_after), quiet())
+    run_dir = next(tmp_path.iterdir())
+    summary = run_dir / "diagnostics/lookup/a/summary.json"
+    first = json.loads(summary.read_text())
+    assert first["served"] > 0 and first["statements"]["by_total_time"], first
+    run(Options(suite=None, benchmarks=BENCHMARKS, results=tmp_path, resume=run_dir.name),
+        quiet())
+    assert read_manifest(run_dir).status == "complete" and leftovers() == []
+    assert json.loads(summary.read_text()) == first
+
+
 BROKEN = '''
 from pathlib import Path
 from perfpages.run.pgbench import Script

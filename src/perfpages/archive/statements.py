@@ -143,6 +143,11 @@ def _mapping(data: dict[str, Any], key: str, where: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
+def summary_path(block: str, label: str) -> str:
+    """Where a label's diagnostics of a block are summarised, in its run."""
+    return f"diagnostics/{block}/{path_part(label)}/summary.json"
+
+
 def read_label(run: Archived, block: str, label: str) -> LabelStatements | None:
     """A label's statements in a block; None when the run archived none (an older harness,
     a duet block, a server without pg_stat_statements). ArchiveError (one line) when the
@@ -153,7 +158,7 @@ def read_label(run: Archived, block: str, label: str) -> LabelStatements | None:
     if label not in run.manifest.labels:
         raise ArchiveError(f"no label {label!r} in run {run.manifest.id}", where=run.path,
                            fix=f"name one of: {', '.join(run.manifest.labels)}")
-    rel = f"diagnostics/{block}/{path_part(label)}/summary.json"
+    rel = summary_path(block, label)
     if files.locate(run.path, rel) is None:
         return None
     where = f"{run.manifest.id}/{rel}"

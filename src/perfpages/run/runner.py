@@ -31,7 +31,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from perfpages.archive import preflight
+from perfpages.archive import files, preflight
 from perfpages.archive import statements as archived
 from perfpages.archive.manifest import Block, Manifest, Method, Pin
 from perfpages.archive.reader import failure, path_part, read_manifest, resolve
@@ -358,6 +358,9 @@ class Runner:
         last = self.order(labels, method, index, rounds)[-1]
         ran = writer.windows[since:]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
+            if not any(w.block == block.name and w.label == name for w in ran) and files.locate(
+                    writer.run_dir, archived.summary_path(block.name, name)) is not None:
+                continue  # all measured by the process this one resumes: its summary stands
             served = archived.served(ran, block.name, name, isinstance(block, HttpBlockSpec))
             self.explain(suite, block, driver.plans(block), builds[name], writer, totals[name],
                          served)
