@@ -69,7 +69,10 @@ def suite(quick: bool) -> Suite:
             HttpBlockSpec("cold", (HttpCase({"call": "health"}, cold, samples=True,
                                             env={"TINY_DELAY_MS": "1"}),),
                           title="Every request kept", rounds=1, labels=("slow",)),
-            HttpBlockSpec("profile", (spin,), title="py-spy attached", rounds=1, window_s=2.0,
+            # a second environment: a second start of the subject, never profiled
+            HttpBlockSpec("profile", (spin, HttpCase({"call": "health"}, cold,
+                                                     env={"TINY_DELAY_MS": "0"})),
+                          title="py-spy attached", rounds=1, window_s=2.0,
                           labels=("fast",), flamegraph=True,
                           flame_rules=(("Work", r"^spin "),
                                        ("HTTP server", r"http/server\.py|socketserver\.py"))),

@@ -110,7 +110,8 @@ def test_floors_flamegraph_logs_and_nothing_left(http_run: Path, leftovers: Left
     # The profile covers the whole load (2.5 s of a CPU-bound endpoint at 100 Hz).
     assert shares["samples"] >= 20 and sum(shares["shares_pct"].values()) == pytest.approx(100)
     assert shares["shares_pct"]["Work"] > 0
-    assert (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text().startswith("<svg")
+    svg = (http_run / "diagnostics/profile/fast/flamegraph.svg").read_text()
+    assert svg.startswith("<svg") and "fast: call=spin" in svg  # the first case only
     stacks = read_stacks(http_run, "profile", "fast")  # the raw samples, kept for diffs
     assert stacks is not None and sum(stacks.values()) == shares["samples"]
     assert any(frame.startswith("spin (") for stack in stacks for frame in stack)

@@ -254,7 +254,7 @@ class HttpBlocks:
                                             partial(self._meter, suite, block, service, server),
                                             record=record, attempt=attempt,
                                             profile=block.flamegraph and rnd == 1
-                                            and index == 0 and attempt == 1,
+                                            and case is block.cases[0] and attempt == 1,
                                             network=network)
                     if case.capacity and result is not None:
                         capacity = result.throughput
