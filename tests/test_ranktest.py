@@ -138,3 +138,18 @@ def test_values_of_zero_are_compared_as_they_are() -> None:
     c = Change("errors", Cell((0.0,) * 10, tuple(range(10))), Cell((0.0,) * 10, tuple(range(10))),
                V2)
     assert c.verdict == "no clear change" and c.percent == 0.0
+
+
+def test_a_comparison_asked_again_is_tested_once() -> None:
+    """A site asks for the same comparison from its tables, claims, family and replays: the
+    exact test runs once per distinct comparison, and a caller's list changed later does not
+    change what was tested."""
+    ranktest._shift_test.cache_clear()
+    base, other = [10.0, 11.0, 10.5, 10.2, 10.8, 10.4], [9.0, 9.5, 9.2, 9.1, 9.6, 9.3]
+    first = ranktest.shift_test(base, other, paired=True, alpha=0.05)
+    again = ranktest.shift_test(list(base), list(other), paired=True, alpha=0.05)
+    assert again is first and ranktest._shift_test.cache_info().misses == 1
+    other[0] = 20.0
+    assert ranktest.shift_test(base, other, paired=True, alpha=0.05) != first
+    assert ranktest.shift_test(base, other, paired=False, alpha=0.05).n == 6
+    assert ranktest._shift_test.cache_info().misses == 3
