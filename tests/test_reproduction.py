@@ -259,6 +259,29 @@ def test_the_macro_and_the_condition_read_the_other_pages(project: Path,
                                                         "not: docs/perf/v1.md:9: ")
 
 
+def test_a_build_reproduces_a_run_once_for_all_its_pages(project: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every page asking for the same reproduction in one build (one Docs) reads the one made
+    first: each would otherwise render every page pinning the run again, twice."""
+    docs = tmp_path / "docs"
+    (docs / "perf").mkdir(parents=True)
+    (docs / "perf" / "v1.md").write_text(PAGE)
+    for name in ("repro.md", "other.md"):
+        (docs / "perf" / name).write_text(MACRO_PAGE)
+    made: list[tuple[str, str]] = []
+    claims_on = page.claims_on
+    monkeypatch.setattr(page, "claims_on", lambda d, s, a, b: made.append((a, b)) or
+                        claims_on(d, s, a, b))
+    site, store = repro.Docs(tmp_path, docs), RunStore(project / "results")
+    texts = [page.render_file(docs / "perf" / name, path=f"docs/perf/{name}", store=store,
+                              docs=site).markdown for name in ("repro.md", "other.md")]
+    assert made == [(DEMO, AGAIN)]
+    assert all(f"- 1 of 2 claims hold on run {AGAIN}" in text for text in texts)
+    page.render_file(docs / "perf" / "repro.md", path="docs/perf/repro.md", store=store,
+                     docs=repro.Docs(tmp_path, docs))  # another build: made again
+    assert made == [(DEMO, AGAIN)] * 2
+
+
 SELF_PAGE = f"""---
 runs:
   first: {DEMO}

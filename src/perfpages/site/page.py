@@ -341,6 +341,10 @@ def claims_on(docs: repro.Docs, store: RunStore, original: str,
 
 def reproduce(store: RunStore, docs: repro.Docs, original: str, second: str) -> dict[str, Any]:
     """The reproduction report of run `original` by run `second` as plain data: cells,
-    changes, and the claims of every page pinning `original` on `second`."""
-    data = repro.compare(store.get(original), store.get(second))
-    return repro.with_claims(data, *claims_on(docs, store, original, second))
+    changes, and the claims of every page pinning `original` on `second`; made once per
+    `docs` (a build), whichever page or run page asks first."""
+    if (original, second) not in docs.reproduced:
+        data = repro.compare(store.get(original), store.get(second))
+        docs.reproduced[original, second] = repro.with_claims(
+            data, *claims_on(docs, store, original, second))
+    return docs.reproduced[original, second]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,14 @@ SHOWN = 6  # claims named in a condition's data before "… and N more"
 @dataclass(frozen=True)
 class Docs:
     """Where a site's pages are: `base` is mkdocs.yml's directory (pages are named relative to
-    it, as the build names them), `root` its docs_dir."""
+    it, as the build names them), `root` its docs_dir. One Docs serves one build: it keeps the
+    reproductions made from its pages (`page.reproduce`), which a run's page and every page
+    pinning the run would otherwise each make again."""
 
     base: Path
     root: Path
+    reproduced: dict[tuple[str, str], dict[str, Any]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_mkdocs(cls, mkdocs_yml: Path) -> Docs:
