@@ -190,6 +190,38 @@ def two_floors(results: Path) -> Path:
     return results
 
 
+SECONDS = "2026-11-07-synthetic-seconds"
+
+
+def test_a_floors_seconds_are_its_values(results: Path) -> None:
+    """A floor measured as one-second windows is a cell of its seconds: its median and range
+    decide drift, as method.md states; a mean of the seconds would be one value a side, and
+    +18 % between the medians would then be drift although the ranges overlap."""
+    from perfpages.analysis import report
+    from perfpages.analysis.tidy import Tidy
+
+    seconds = {"before": (100.0, 130.0, 90.0, 120.0), "after": (125.0, 140.0, 115.0, 135.0)}
+    demo = open_run(results / DEMO)
+    with ArchiveWriter.create(results, replace(demo.manifest, id=SECONDS, files={})) as writer:
+        for w in demo.windows:
+            if w.kind != "floor":
+                writer.append(w)
+                continue
+            for index, rate in enumerate(seconds[w.params["position"]]):
+                writer.append(replace(w, window=index, metrics={"tps": rate}))
+        writer.finish("complete")
+    run = open_run(results / SECONDS)
+    [d] = [d for d in report.drift(run, Tidy.of(run)) if d["block"] == "callers"]
+    assert (d["before"], d["after"], d["min"], d["max"]) == (110.0, 130.0, 90.0, 140.0)
+    assert d["flagged"] is False and "drift" not in " ".join(report.build(run)["warnings"])
+    found = facts(results, SECONDS)
+    assert found.floor(block="callers") == "110/s (90–130)"
+    assert found.drift(block="callers") == "+18 % (beyond the 10 % threshold, within the " \
+        "ranges of the floors: no drift)"
+    assert not Conditions(Pins({"r": RunStore(results).get(SECONDS)})).drifted(
+        block="callers").holds
+
+
 def test_the_pgbench_and_health_floors_are_never_pooled(two_floors: Path) -> None:
     from perfpages.analysis import report
     from perfpages.analysis.tidy import Tidy

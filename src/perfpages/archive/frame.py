@@ -91,7 +91,11 @@ def _rows(run: Run, wanted: frozenset[str]) -> list[dict[str, Any]]:
     params: dict[tuple[Any, ...], dict[str, Any]] = {}
     for w in counted(run.windows):
         if w.kind in wanted:
-            key = (w.kind, w.block, w.label, w.round, params_key(w.params))
+            # A round's windows are one value of the round; a floor has no rounds, and each of
+            # its one-second windows is a value (its row's `round` is the window's index): the
+            # floor's median and range, never one mean, decide drift (method.md).
+            rnd = w.window if w.kind == "floor" else w.round
+            key = (w.kind, w.block, w.label, rnd, params_key(w.params))
             groups[key].append(w)
             params[key] = w.params
     out = []

@@ -243,7 +243,12 @@ class Facts:
         """The floor after a block against the one before: "+207 % (beyond the 10 % threshold)"."""
         d = floor_drift(self._run(run), block, kind)
         limit = f"{format_number(d.threshold * 100)} %"
-        note = f"beyond the {limit} threshold" if d.flagged else f"within the {limit} threshold"
+        if d.flagged:
+            note = f"beyond the {limit} threshold"
+        elif abs(d.percent) > d.threshold * 100:  # the ranges rule: within the floor's noise
+            note = f"beyond the {limit} threshold, within the ranges of the floors: no drift"
+        else:
+            note = f"within the {limit} threshold"
         return escape.md(f"{format_percent(d.percent)} ({note})" if show_verdict
                          else format_percent(d.percent))
 
