@@ -4,12 +4,14 @@ statements, plan, and the conditions saturated and drifted — over archives the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from perfpages.archive.reader import open_run
+from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError
 from perfpages.site.claims import Conditions
@@ -171,22 +173,27 @@ def test_chart_colours_follow_the_page_scheme_not_the_os() -> None:
 HEALTH = "2026-11-07-synthetic-health"
 
 
+def refloored(results: Path, run_id: str, floors: Callable[[Window], list[Window]]) -> None:
+    """DEMO archived again as `run_id`, each floor window replaced by `floors(window)`."""
+    demo = open_run(results / DEMO)
+    with ArchiveWriter.create(results, replace(demo.manifest, id=run_id, files={})) as writer:
+        for w in demo.windows:
+            for kept in (floors(w) if w.kind == "floor" else [w]):
+                writer.append(kept)
+        writer.finish("complete")
+
+
 @pytest.fixture(scope="module")
 def two_floors(results: Path) -> Path:
     """DEMO again, its floors archived as an HTTP block's are: pgbench's as throughput, and a
     /health floor (a fifteenth of the rate) beside them, which doubles after the block."""
-    demo = open_run(results / DEMO)
-    with ArchiveWriter.create(results, replace(demo.manifest, id=HEALTH, files={})) as writer:
-        for w in demo.windows:
-            if w.kind != "floor":
-                writer.append(w)
-                continue
-            rate = w.metrics["tps"]
-            writer.append(replace(w, metrics={"throughput": rate}))
-            twice = 2 if w.params["position"] == "after" else 1
-            writer.append(replace(w, params={**w.params, "floor": "health", "callers": 8},
-                                  metrics={"throughput": rate / 15 * twice}))
-        writer.finish("complete")
+    def http(w: Window) -> list[Window]:
+        rate, twice = w.metrics["tps"], 2 if w.params["position"] == "after" else 1
+        return [replace(w, metrics={"throughput": rate}),
+                replace(w, params={**w.params, "floor": "health", "callers": 8},
+                        metrics={"throughput": rate / 15 * twice})]
+
+    refloored(results, HEALTH, http)
     return results
 
 
@@ -201,15 +208,8 @@ def test_a_floors_seconds_are_its_values(results: Path) -> None:
     from perfpages.analysis.tidy import Tidy
 
     seconds = {"before": (100.0, 130.0, 90.0, 120.0), "after": (125.0, 140.0, 115.0, 135.0)}
-    demo = open_run(results / DEMO)
-    with ArchiveWriter.create(results, replace(demo.manifest, id=SECONDS, files={})) as writer:
-        for w in demo.windows:
-            if w.kind != "floor":
-                writer.append(w)
-                continue
-            for index, rate in enumerate(seconds[w.params["position"]]):
-                writer.append(replace(w, window=index, metrics={"tps": rate}))
-        writer.finish("complete")
+    refloored(results, SECONDS, lambda w: [replace(w, window=i, metrics={"tps": rate})
+                                          for i, rate in enumerate(seconds[w.params["position"]])])
     run = open_run(results / SECONDS)
     [d] = [d for d in report.drift(run, Tidy.of(run)) if d["block"] == "callers"]
     assert (d["before"], d["after"], d["min"], d["max"]) == (110.0, 130.0, 90.0, 140.0)
