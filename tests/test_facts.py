@@ -214,6 +214,8 @@ def test_a_floors_seconds_are_its_values(results: Path) -> None:
     [d] = [d for d in report.drift(run, Tidy.of(run)) if d["block"] == "callers"]
     assert (d["before"], d["after"], d["min"], d["max"]) == (110.0, 130.0, 90.0, 140.0)
     assert d["flagged"] is False and "drift" not in " ".join(report.build(run)["warnings"])
+    assert report.drift_line(d) == "- callers: tps floor 110/s (90–130) before, 130/s " \
+        "(115–140) after (+18 %)"
     found = facts(results, SECONDS)
     assert found.floor(block="callers") == "110/s (90–130)"
     assert found.drift(block="callers") == "+18 % (beyond the 10 % threshold, within the " \

@@ -139,6 +139,7 @@ def drift(run: Run, tidy: Tidy) -> list[dict[str, Any]]:
             values = [float(r["value"]) for r in rows_m]
             out.append({"block": block, "floor": kind, "metric": metric,
                         "before": low, "after": high, "min": min(values), "max": max(values),
+                        "before_seconds": before, "after_seconds": after,
                         "drift_percent": decision.percent_change(low, high),
                         "flagged": decision.drifted(Cell(tuple(before)), Cell(tuple(after)),
                                                     threshold)})
@@ -352,10 +353,19 @@ def floor_name(d: dict[str, Any]) -> str:
 
 
 def drift_line(d: dict[str, Any]) -> str:
+    """A block's floors, each the median of its seconds with their range (the drift decision
+    reads both): `- mix: tps floor 12,882/s (12,310–13,046) before, …`."""
     flag = f" {WARN} drift beyond the threshold" if d["flagged"] else ""
     return (f"- {_of_run(d)}{d['block']}: {floor_name(d)} floor "
-            f"{format_number(d['before'])}/s before, "
-            f"{format_number(d['after'])}/s after ({format_percent(d['drift_percent'])}){flag}")
+            f"{_rate(d, 'before')} before, {_rate(d, 'after')} after "
+            f"({format_percent(d['drift_percent'])}){flag}")
+
+
+def _rate(d: dict[str, Any], side: str) -> str:
+    seconds = d.get(f"{side}_seconds")  # a report's JSON from before they were kept: none
+    text = cell_text(Cell(tuple(seconds))) if seconds else format_number(d[side])
+    median, _, spread = text.partition(" ")
+    return f"{median}/s" + (f" {spread}" if spread else "")
 
 
 def _of_run(d: dict[str, Any]) -> str:
