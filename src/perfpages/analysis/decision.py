@@ -22,7 +22,7 @@ from math import comb, copysign, inf, isfinite, nan
 from statistics import median
 from typing import Any, Literal
 
-from perfpages.analysis import ranktest
+from perfpages.analysis import compatibility, ranktest
 from perfpages.analysis.metric import info
 from perfpages.archive.manifest import Method
 from perfpages.errors import AnalysisError
@@ -294,10 +294,33 @@ def saturated(throughput_gain: float, p95_rise: float, *, min_gain: float = MIN_
     return throughput_gain < min_gain and p95_rise > rise
 
 
-def reproduces(original: Cell, second: Cell) -> bool:
-    """A cell reproduces on a second run of its suite when the two runs' ranges overlap: the
-    data do not show the runs differ (the rule of a change, read the other way)."""
-    return original.overlaps(second)
+def reproduces(original: Cell, second: Cell, alpha: float | None = None) -> bool:
+    """A cell reproduces on a second run of its suite when the data do not show the runs
+    differ. Without `alpha` (runs before method v2.1): the two runs' ranges overlap (the rule
+    of a change, read the other way). With it: the medians lie within z₁₋α/₂ standard errors
+    of their difference, from each side's window noise (`compatibility.cell_distance`) — which
+    leaves out the machine's level from one run to the next, so a v2.1 reproduction counts
+    such cells but judges replays by their changes (`compatible`)."""
+    if alpha is None:
+        return original.overlaps(second)
+    apart = compatibility.cell_distance(original.values, second.values)
+    return apart is not None and abs(apart) < compatibility.z_of(alpha)
+
+
+def compatible(original: Change, second: Change) -> bool | None:
+    """A change reproduces under method v2.1 when the second run's Hodges–Lehmann shift is
+    compatible with the original's given both exact intervals: their difference lies within
+    z₁₋α/₂ of its standard error (`compatibility.shift_z`), at the second run's α — two runs of
+    one distribution are called incompatible with chance about α. None (not judged) unless both
+    changes are decided by an exact test with enough rounds to reach their α."""
+    if original.test is None or second.test is None or not (
+            original.enough_rounds and second.enough_rounds):
+        return None
+    z = compatibility.shift_z(
+        (original.test.shift_pct, original.test.low_pct, original.test.high_pct),
+        original.rule.alpha,
+        (second.test.shift_pct, second.test.low_pct, second.test.high_pct), second.rule.alpha)
+    return None if z is None else abs(z) < compatibility.z_of(second.rule.alpha)
 
 
 def same_verdict(original: Change, second: Change) -> bool:
