@@ -13,6 +13,7 @@ from perfpages.analysis import (
     decision,
     machine_load,
     noise,
+    pairing,
     saturation,
     transcribed,
 )
@@ -28,6 +29,7 @@ from perfpages.analysis.method import (
     format_range,
 )
 from perfpages.analysis.metric import COST_METRICS, format_number, info
+from perfpages.analysis.reproduction import label_pairs
 from perfpages.analysis.text import fence, prose
 from perfpages.analysis.tidy import Tidy, median
 from perfpages.archive import diagnostics, preflight
@@ -195,6 +197,11 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         machine_load.generator_line(x) for x in generator if x["busy"]]
     # Notes that are warnings too: an oddity of the archive, a noisy A/A pair, mixed runs.
     notes = list(run.notes) if not cross else crossrun.warnings(cross)
+    # Pairing by round is what the exact rule's paired test removes noise with: how far apart
+    # the paired windows sat, what their correlation removed, what idle time moved.
+    paired = pairing.facts(m, run.windows, tidy.cells,
+                           [(a, b) for a, b, _ in label_pairs(m)]) if rule.exact and not cross \
+        else []
     flagged = notes + [noise_line(r) for r in aa if r.clear] + [
         f"mixed runs allowed: {d}" for d in differences] + busy
     return {
@@ -209,6 +216,7 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "tables": [t.to_json() for t in block_tables(run, tidy, labels)],
         "changes": table,
         **({"certification": [c.to_json() for c in certified]} if rule.exact else {}),
+        **({"pairing": [f.to_json() for f in paired]} if paired else {}),
         "drift": floors,
         "saturation": knees,
         "diagnostics": diagnostics.summary_lines(run.path),
@@ -219,7 +227,8 @@ def build(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | No
         "preflight": checks,
         "machine_load": shared,
         "generator": generator,
-        "notes": notes + [noise_line(r) for r in aa]
+        "notes": notes + [line for f in paired for line in f.lines()]
+        + [noise_line(r) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],
         "warnings": warnings(run, tidy, found, [] if rule.exact else floors, knees,
@@ -326,6 +335,9 @@ def to_markdown(data: dict[str, Any]) -> str:
     if data.get("certification"):
         out += ["## Certification", "", CERTIFICATION, "",
                 *[f"- {prose(c['line'])}" for c in data["certification"]], ""]
+    pairs = [line for f in data.get("pairing", []) for line in f["lines"]]
+    if pairs:
+        out += ["## Pairing", "", PAIRING, "", *[f"- {prose(line)}" for line in pairs], ""]
     if data["drift"]:
         out += ["## Floors", ""]
         out += [f"- {prose(drift_line(d)[2:])}" for d in data["drift"]] + [""]
@@ -337,10 +349,14 @@ def to_markdown(data: dict[str, Any]) -> str:
     warned = data.get("warnings", [])
     if warned:
         out += [f"## {WARN} Warnings", "", *[f"- {prose(w)}" for w in warned], ""]
-    out += [f"Note: {prose(note)}" for note in data["notes"] if note not in warned]
+    out += [f"Note: {prose(note)}" for note in data["notes"]
+            if note not in warned and note not in pairs]
     return "\n".join(out).rstrip() + "\n"
 
 
+PAIRING = ("The windows a comparison pairs by round: how far apart they sat (middle to middle), "
+           "the correlation of the two labels' rounds that pairing removes (Pearson, of the "
+           "logs, the median over the block's cells)")
 CERTIFICATION = ("A block is certified when its A/A pair (the same build under two labels) has "
                  "no clear cell; it resolves what its worst comparison resolves")
 

@@ -199,6 +199,10 @@ def _results(data: dict[str, object]) -> list[str]:
     if data.get("certification"):  # method v2 runs: what the A/A pair says of each block
         out += ["### Certification", "", escape.md(report.CERTIFICATION) + ".", "",
                 *[f"- {escape.md(c['line'])}" for c in data["certification"]], ""]  # type: ignore[attr-defined]
+    if data.get("pairing"):  # method v2 runs: the windows their comparisons pair
+        out += ["### Pairing", "", escape.md(report.PAIRING) + ".", "",
+                *[f"- {escape.md(line)}" for f in data["pairing"]  # type: ignore[attr-defined]
+                  for line in f["lines"]], ""]
     if data["drift"]:
         out += ["### Floors", "", *[escape.md(report.drift_line(d))
                                     for d in data["drift"]], ""]  # type: ignore[attr-defined]
