@@ -155,3 +155,14 @@ def test_bench_report_of_a_ranges_rule_run_says_nothing_of_pairing() -> None:
     data = report(FIXTURES, "2026-11-01-synthetic-demo")
     assert "pairing" not in data
     assert not any("paired windows" in note for note in data["notes"])
+
+
+def test_a_method_v2_run_page_states_its_pairing_facts(results: Path) -> None:
+    from perfpages.site import runpages
+
+    text = runpages.render(open_run(results / V2), "https://example.org/")
+    section = text.split("### Pairing", 1)[1].split("###", 1)[0]
+    assert "- callers: paired windows " in section and "pairing correlation" in section
+    demo = runpages.render(open_run(FIXTURES / "2026-11-01-synthetic-demo"),
+                           "https://example.org/")
+    assert "### Pairing" not in demo
