@@ -69,10 +69,12 @@ def _change(c: Change) -> dict[str, Any]:
     out = {"percent": c.percent if isfinite(c.percent) else None,
            "text": format_percent(c.percent) if isfinite(c.percent) else "n/a",
            "verdict": c.verdict}
-    if c.interval is not None:  # an exact rule: the shift's interval, as reports print it
+    # An exact rule's shift with its interval, as reports print it; a change its rounds cannot
+    # decide has no interval worth printing (its ends are the shift itself).
+    if c.interval is not None and c.enough_rounds:
         low, high = c.interval
         out.update(low=low if isfinite(low) else None, high=high if isfinite(high) else None,
-                   interval_text=format_change(c))
+                   interval_text=format_change(c, verdict=c.verdict))
     return out
 
 
@@ -266,7 +268,7 @@ def ratio_text(ratio: float | None) -> str:
 
 def apart_text(apart: float | None) -> str:
     """A distance in standard errors, signed: "+1.3"."""
-    return "n/a" if apart is None else f"{apart:+.1f}"
+    return "n/a" if apart is None else f"{apart:+.1f}".replace("-", "−")
 
 
 def cell_rows(cells: list[dict[str, Any]]) -> list[list[str]]:
