@@ -159,3 +159,16 @@ def test_a_v21_replay_of_a_changed_build_names_the_changes_that_do_not_reproduce
     assert all(c["same"] for c in wrong)  # clear gain on both: the old rule saw no difference
     markdown = "\n".join(analysis.to_markdown(data, full=False))
     assert "## Changes that do not reproduce" in markdown
+
+
+@pytest.mark.parametrize(("rule", "expected"), [
+    (None, (1,)), ({"test": "wilcoxon", "alpha": 0.01}, (2,)),
+    ({"test": "wilcoxon", "alpha": 0.01, "version": "2.1"}, (2, 1)),
+    ({"test": "wilcoxon", "alpha": 0.01, "version": 2.1}, (2, 1)),
+    ({"test": "wilcoxon", "alpha": 0.01, "version": "v2.2"}, (2, 2))])
+def test_the_method_version_decides_the_criterion(runs: tuple[Path, Path], rule: dict | None,
+                                                   expected: tuple[int, ...]) -> None:
+    m = open_run(runs[0]).manifest
+    m = replace(m, method=replace(m.method, rule=rule))
+    assert analysis.version(m) == expected
+    assert analysis.criterion(m) == ("shift" if expected >= (2, 1) else "ranges")

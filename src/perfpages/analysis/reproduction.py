@@ -86,7 +86,7 @@ def version(m: Manifest) -> tuple[int, ...]:
     method v2, no rule the ranges rule of v1."""
     if not m.method.rule:
         return (1,)
-    text = str(m.method.rule.get("version") or "2")
+    text = str(m.method.rule.get("version") or "2").strip().lstrip("vV")
     try:
         return tuple(int(part) for part in text.split("."))
     except ValueError:
