@@ -1,0 +1,188 @@
+"""Issue 38's bad-input campaign, rerun on the commands added since the first one: each case
+through the real command line — one `error:` line, exit 1, no traceback, nothing written outside
+what the command owns, nothing deleted that it did not write."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfpages.testing import generate
+from sites import CLI_ENV, DEMO
+
+PIN = f"---\nruns:\n  demo: {DEMO}\n---\n"
+PAGE = PIN + "# Demo\n\n{{ table('throughput', rows='call', block='callers') }}\n"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    generate(root)
+    return root
+
+
+def perfpages(cwd: Path, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perfpages", *args], cwd=cwd,
+                          capture_output=True, text=True, env=CLI_ENV, **kwargs)  # type: ignore
+
+
+def one_error(done: subprocess.CompletedProcess[str], *parts: str) -> str:
+    """The command failed with exactly one `error:` line holding every part."""
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr + done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    for part in parts:
+        assert part in lines[0], (part, lines[0])
+    return lines[0]
+
+
+def site(project: Path, results: Path, pages: dict[str, str] | None = None,
+         run_pages: bool = False) -> Path:
+    """docs/ and mkdocs.yml under `project` (not built)."""
+    for name, text in (pages or {"index.md": PAGE}).items():
+        (project / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / "docs" / name).write_text(text, encoding="utf-8")
+    (project / "mkdocs.yml").write_text(yaml.safe_dump({
+        "site_name": "t", "plugins": [{"perfpages": {"results": str(results),
+                                                      "run_pages": run_pages}}]}))
+    return project
+
+
+def names(root: Path) -> list[str]:
+    """The entries of a directory, the site's cache left out."""
+    return sorted(p.name for p in root.iterdir() if p.name != ".cache")
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under `root`, links listed, never followed."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            out[rel] = ("-> " + os.readlink(path) if path.is_symlink() else
+                        path.read_text(errors="replace") if path.is_file() else "dir")
+    return out
+
+
+# --- perfpages render ---------------------------------------------------------------------
+
+
+def test_render_refuses_results_docs_and_a_directory_it_does_not_own(tmp_path: Path,
+                                                                     results: Path) -> None:
+    project = site(tmp_path, tmp_path / "results")
+    (tmp_path / "results").mkdir()  # an empty results/: still the runs' directory
+    one_error(perfpages(project, "render", "--no-strict", "--out", "results"),
+              "--out: it overlaps the archived runs")
+    one_error(perfpages(project, "render", "--no-strict", "--out", "docs/built"),
+              "--out: it overlaps the pages")
+    one_error(perfpages(project, "render", "--no-strict", "--out", "."), "--out: it overlaps")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep\n")
+    one_error(perfpages(project, "render", "--no-strict", "--out", "mine"),
+              "not written by perfpages render")
+    (tmp_path / "file").write_text("keep\n")
+    one_error(perfpages(project, "render", "--no-strict", "--out", "file"), "not a directory")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    one_error(perfpages(project, "render", "--no-strict", "--out", "link"), "not a directory")
+    assert not (tmp_path / "elsewhere").exists()
+    assert tree(tmp_path / "results") == {} and (tmp_path / "mine" / "notes.txt").is_file()
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["index.md"]
+
+
+def test_render_never_deletes_what_it_did_not_write(tmp_path: Path, results: Path) -> None:
+    project = site(tmp_path / "p", results)
+    first = perfpages(project, "render", "--out", "out")
+    assert first.returncode == 0, first.stderr
+    out = project / "out"
+    assert (out / "docs" / "index.md").is_file() and (out / ".perfpages-render").is_file()
+    # A sealed run copied into the rendered tree: refused, kept.
+    (out / "docs" / DEMO).mkdir()
+    (out / "docs" / DEMO / "run.json").write_text("{}\n")
+    before = tree(out)
+    one_error(perfpages(project, "render", "--out", "out"),
+              f"{out}/docs/{DEMO}/run.json: not written by perfpages render")
+    assert tree(out) == before
+    (out / "docs" / DEMO / "run.json").unlink()
+    (out / "docs" / DEMO).rmdir()
+    # A page of the rendered tree edited by hand is not render's any more either.
+    (out / "docs" / "index.md").write_text("mine\n")
+    one_error(perfpages(project, "render", "--out", "out"), "(added or changed since)")
+    assert (out / "docs" / "index.md").read_text() == "mine\n"
+    (out / "docs" / "index.md").unlink()
+    # The user's out.partial (a directory, or a link to one) is neither used nor deleted; the
+    # build a generator wrote into out/site is render's to replace.
+    (project / "out.partial").mkdir()
+    (project / "out.partial" / "keep.txt").write_text("keep\n")
+    (project / "target").mkdir()
+    (project / "target" / "keep.txt").write_text("keep\n")
+    (project / "other.partial").symlink_to(project / "target", target_is_directory=True)
+    (out / "site").mkdir()
+    (out / "site" / "index.html").write_text("<p>old build</p>\n")
+    again = perfpages(project, "render", "--out", "out")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("rendered 1 pages")
+    again = perfpages(project, "render", "--out", "other")
+    assert again.returncode == 0, again.stderr
+    assert tree(project / "out.partial") == {"keep.txt": "keep\n"}
+    assert tree(project / "target") == {"keep.txt": "keep\n"}
+    assert (out / "docs" / "index.md").is_file() and not (out / "site").exists()
+    assert names(project) == [
+        "docs", "mkdocs.yml", "other", "other.partial", "out", "out.partial", "target"]
+
+
+def test_a_second_render_at_once_fails_with_one_line(tmp_path: Path, results: Path) -> None:
+    project = site(tmp_path, results)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as the render running beside it holds it
+        one_error(perfpages(project, "render"), "another perfpages render is writing")
+    finally:
+        os.close(fd)
+    assert not (tmp_path / "rendered").exists()
+    # Two at once for real: whichever exits 0 left every page there.
+    for _ in range(2):
+        both = [subprocess.Popen([sys.executable, "-m", "perfpages", "render"], cwd=project,
+                                 env=CLI_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(2)]
+        for proc in both:
+            stdout, stderr = proc.communicate(timeout=120)
+            assert "Traceback" not in stderr
+            if proc.returncode:
+                assert stderr.startswith("error: ") and len(stderr.splitlines()) == 1, stderr
+            else:
+                assert stdout.startswith("rendered 1 pages")
+        assert any(proc.returncode == 0 for proc in both)
+        assert (tmp_path / "rendered" / "docs" / "index.md").is_file()
+        assert names(tmp_path) == ["docs", "mkdocs.yml", "rendered"]
+
+
+def test_render_gives_one_line_for_a_bad_page_or_an_unwritable_output(tmp_path: Path,
+                                                                      results: Path) -> None:
+    project = site(tmp_path, results, {"index.md": PAGE, "latin.md": "# Caf\xe9\n"})
+    (tmp_path / "docs" / "latin.md").write_bytes("# Café\n".encode("latin-1"))
+    one_error(perfpages(project, "render"), "docs/latin.md: not UTF-8 text (byte 0xe9")
+    (tmp_path / "docs" / "latin.md").unlink()
+    one_error(perfpages(project, "render", "--out", "x" * 300), "cannot write the rendered "
+              "pages (File name too long)")
+
+    def small_files() -> None:  # a file past 4 KiB fails as on a full disk (EFBIG, not a kill)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    (tmp_path / "docs" / "big.txt").write_text("x" * 8192)
+    one_error(perfpages(project, "render", preexec_fn=small_files),
+              "cannot write the rendered pages (File too large)")
+    assert names(tmp_path) == ["docs", "mkdocs.yml"]
+    if os.geteuid() != 0:
+        (tmp_path / "ro").mkdir(mode=0o555)
+        one_error(perfpages(project, "render", "--out", "ro/out"), "Permission denied")
