@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,90 @@ def test_render_gives_one_line_for_a_bad_page_or_an_unwritable_output(tmp_path: 
     if os.geteuid() != 0:
         (tmp_path / "ro").mkdir(mode=0o555)
         one_error(perfpages(project, "render", "--out", "ro/out"), "Permission denied")
+
+
+# --- perfpages import ---------------------------------------------------------------------
+
+SOURCE = ("--title", "A published table", "--url", "https://example.org/t", "--date",
+          "2024-01-02")
+
+
+def imported(tmp_path: Path, name: str, text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return perfpages(tmp_path, "import", name, *SOURCE, *(args or ("--results", "results")))
+
+
+def test_import_refuses_each_bad_table_with_one_line(tmp_path: Path) -> None:
+    one_error(imported(tmp_path, "huge.csv", "label,round,throughput (/s)\na,1,5\n"
+                       "a,999999999,6\n"), "huge.csv:3: round: round '999999999' is past 10000")
+    one_error(imported(tmp_path, "digits.json", '[{"label": "a", "callers": ' + "9" * 400 +
+                       ', "throughput (/s)": 5}]'), "digits.json: not valid JSON (the number "
+              "99999999999999999999… has 400 digits)")
+    one_error(imported(tmp_path, "keys.json", '[{"label": "a", "label": "b", '
+                       '"throughput (/s)": 5}]'), "the key 'label' is given twice")
+    one_error(imported(tmp_path, "rows.csv", "label,callers,throughput (/s)\na,8,5\na,8.0,6\n"),
+              "rows.csv:3: duplicate row: label a, callers=8.0 is already on line 2")
+    one_error(imported(tmp_path, "rows.json", '[{"label": "a", "callers": 8, '
+                       '"throughput (/s)": 5}, {"label": "a", "callers": 8.0, '
+                       '"throughput (/s)": 6}]'), "rows.json: rows[1]: duplicate row")
+    one_error(imported(tmp_path, "line.csv", 'label,throughput (/s)\n"a\nb",5\n'),
+              "line.csv:3: label: a line break or control character in the label 'a\\nb'")
+    one_error(imported(tmp_path, "line.json", '[{"label": "a\\u2028b", "throughput (/s)": 5}]'),
+              "a line break or control character")
+    os.mkfifo(tmp_path / "fifo.csv")  # nothing writes to it: reading it would wait forever
+    one_error(perfpages(tmp_path, "import", "fifo.csv", *SOURCE, timeout=60),
+              "fifo.csv: not a regular file")
+    assert not (tmp_path / "results").exists()
+
+
+def test_import_gives_one_line_when_the_results_cannot_be_written(tmp_path: Path) -> None:
+    table = "label,throughput (/s)\n" + "".join(f"v{i},{i}\n" for i in range(200))
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    one_error(imported(tmp_path, "t.csv", table, "--results", "pyproject.toml"),
+              "pyproject.toml: --results: not a directory")
+    (tmp_path / "results").mkdir()
+
+    def small_files() -> None:  # past 4 KiB a write fails as on a full disk (EFBIG, no kill)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    (tmp_path / "t.csv").write_text(table)
+    one_error(perfpages(tmp_path, "import", "t.csv", *SOURCE, preexec_fn=small_files),
+              "results: --results: cannot write the run (File too large); nothing was archived")
+    assert os.listdir(tmp_path / "results") == []  # no hidden .RUN.xxxx left either
+
+
+def test_a_killed_import_leaves_no_run_to_resume(tmp_path: Path) -> None:
+    table = "label,throughput (/s)\n" + "".join(f"v{i},{i}\n" for i in range(3000))
+    (tmp_path / "t.csv").write_text(table)
+    (tmp_path / "results").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "perfpages", "import", "t.csv", *SOURCE],
+                            cwd=tmp_path, env=CLI_ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    while proc.poll() is None:  # killed once its windows are being written (a fsync each)
+        try:
+            if any((p / "results.jsonl").stat().st_size > 0
+                   for p in (tmp_path / "results").iterdir()):
+                proc.kill()
+                break
+        except OSError:  # it was renamed meanwhile
+            pass
+        time.sleep(0.002)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    listed = perfpages(tmp_path, "bench.list", "--results", "results")
+    assert listed.returncode == 0 and "no archived runs" in listed.stdout, listed.stdout
+    assert "resume" not in listed.stdout + listed.stderr
+    again = perfpages(tmp_path, "import", "t.csv", *SOURCE)
+    assert again.returncode == 0, again.stderr
+    verified = perfpages(tmp_path, "bench.verify", "--results", "results")
+    assert verified.returncode == 0 and "resume" not in verified.stdout + verified.stderr
+
+
+def test_import_help_helps(tmp_path: Path) -> None:
+    for args in (("import", "--help"), ("import", "-h"), ("check-site", "--help"),
+                 ("guide", "--help")):
+        done = perfpages(tmp_path, *args)
+        assert done.returncode == 0 and done.stdout.startswith(
+            f"Usage: perfpages [--core-opts] {args[0]} "), (args, done.stderr)
+    assert "--title" in perfpages(tmp_path, "import", "--help").stdout

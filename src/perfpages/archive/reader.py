@@ -373,7 +373,8 @@ def find_runs(results_dir: Path | str) -> list[Path]:
     root = Path(results_dir)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / RUN_FILE).exists()
+                  and not p.name.startswith("."))  # a writer's staging: not a run (yet)
 
 
 def runs_in(results_dir: Path | str) -> list[Path]:

@@ -58,17 +58,27 @@ def import_table(results: Path, file: str, title: str | None, url: str | None,
     if not name:
         raise PerfpagesError(f"no suite name in {suite or path.stem!r}", key="--suite",
                              fix="name it with letters or digits: --suite NAME")
-    manifest = manifest_for(table, source, name, new_run_id(results, name, "transcribed"),
-                            command)
-    writer = ArchiveWriter.create(results, manifest)
+    if results.exists() and not results.is_dir():
+        raise PerfpagesError("not a directory", where=results, key="--results",
+                             fix="pass the directory that holds the runs with --results")
     try:
-        for window in transcribed.windows(table, source):
-            writer.append(window)
-        writer.finish("complete")
-    except BaseException:
-        writer.abandon()  # releases the lock; the run was never complete: take it back
-        shutil.rmtree(writer.run_dir, ignore_errors=True)
-        raise
+        manifest = manifest_for(table, source, name, new_run_id(results, name, "transcribed"),
+                                command)
+        # Hidden until sealed: a killed import leaves no run to resume, only a hidden
+        # directory no command reads.
+        writer = ArchiveWriter.create(results, manifest, hidden=True)
+        try:
+            for window in transcribed.windows(table, source):
+                writer.append(window)
+            writer.finish("complete")
+        except BaseException:
+            writer.abandon()  # releases the lock; the run was never complete: take it back
+            shutil.rmtree(writer.run_dir, ignore_errors=True)
+            raise
+    except OSError as exc:
+        raise PerfpagesError(f"cannot write the run ({exc.strerror or exc}); nothing was "
+                             "archived", where=results, key="--results",
+                             fix="free space, or make the results directory writable") from None
     shown = f"{len(table.rows)} rows, {len(table.labels)} labels, " + (
         f"{table.rounds} rounds" if table.values == "rounds" else "a summary (no rounds)")
     console.print(f"complete: {writer.run_dir} (transcribed from {source.title!r}: {shown})",
