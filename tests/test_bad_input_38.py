@@ -274,3 +274,28 @@ def test_import_help_helps(tmp_path: Path) -> None:
         assert done.returncode == 0 and done.stdout.startswith(
             f"Usage: perfpages [--core-opts] {args[0]} "), (args, done.stderr)
     assert "--title" in perfpages(tmp_path, "import", "--help").stdout
+
+
+# --- perfpages check-site, perfpages guide ---------------------------------------------------
+
+
+def test_check_site_skips_what_is_no_page_and_never_waits(tmp_path: Path) -> None:
+    site_dir = tmp_path / "site"
+    (site_dir / "x.html").mkdir(parents=True)  # a directory named like a page
+    (site_dir / "dangling.html").symlink_to(tmp_path / "nowhere.html")
+    os.mkfifo(site_dir / "fifo.html")  # reading it would wait for a writer forever
+    (site_dir / "index.html").write_text("<p>Throughput: {{ table('throughput') }}</p>\n")
+    done = perfpages(tmp_path, "check-site", "site", timeout=60)
+    one_error(done, "site/index.html:1: unrendered perfpages macro {{ table('throughput') }}")
+    (site_dir / "index.html").write_text("<p>ok</p>\n")
+    done = perfpages(tmp_path, "check-site", "site", timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("ok: 1 pages in site"), done.stderr
+    os.mkfifo(tmp_path / "fifo")
+    one_error(perfpages(tmp_path, "check-site", "fifo", timeout=60), "fifo: no such directory")
+
+
+def test_guide_with_a_long_or_odd_name_is_one_line(tmp_path: Path) -> None:
+    for name in ("x" * 300, "../README", "/etc/passwd", "pages/../adopt"):
+        one_error(perfpages(tmp_path, "guide", name), "guide: no guide page ",
+                  "choose among: adopt")
+    assert perfpages(tmp_path, "guide", "pages.md#versions").stdout.startswith("# ")
