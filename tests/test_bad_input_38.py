@@ -299,3 +299,23 @@ def test_guide_with_a_long_or_odd_name_is_one_line(tmp_path: Path) -> None:
         one_error(perfpages(tmp_path, "guide", name), "guide: no guide page ",
                   "choose among: adopt")
     assert perfpages(tmp_path, "guide", "pages.md#versions").stdout.startswith("# ")
+
+
+# --- published garbage ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("macro", [
+    "{{ certified(block='callers') }}",
+    "{{ faster('v1.0', 'v1.1 + cache', block='callers') }}",
+    "{{ statement('lookup', label='v1.0', block='callers', at_most=0.1) }}",
+    "{{ table }}"])
+def test_a_condition_or_macro_printed_outside_claim_fails_the_build(
+        tmp_path: Path, results: Path, macro: str) -> None:
+    project = site(tmp_path, results, {"index.md": PAGE + f"\nIt holds: {macro}\n"})
+    line = one_error(perfpages(project, "render"), "error: docs/index.md:9: macro: ")
+    assert "Condition(" not in line and " at 0x" not in line
+    assert ("outside claim()" in line) if macro != "{{ table }}" else (
+        "table printed without calling it" in line), line
+    assert not (tmp_path / "rendered").exists()
+    loose = perfpages(project, "render", "--no-strict")  # stops any build, as a bad pin does
+    assert loose.returncode == 1 and not (tmp_path / "rendered").exists()

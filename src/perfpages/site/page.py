@@ -235,9 +235,24 @@ def _sentence(claim: Claim) -> str:
     return f'<span class="{css}" title="{title}">{text}</span>'
 
 
+def _shown(value: Any) -> Any:
+    """What `{{ … }}` prints: a condition or a macro itself is refused, never published as
+    `Condition(holds=True, …)` or `<function … at 0x…>`."""
+    if isinstance(value, Condition):
+        raise PerfpagesError("a condition printed outside claim(): it states nothing on its "
+                             "own", key="macro", fix="write it as {{ claim('The sentence.', "
+                             "CONDITION) }}")
+    if callable(value):
+        name = getattr(value, "__name__", type(value).__name__)
+        raise PerfpagesError(f"{name} printed without calling it", key="macro",
+                             fix=f"call it: {{{{ {name}(…) }}}}")
+    return value
+
+
 def _environment(path: str, text: str) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (text, name, lambda: True)),
+        finalize=_shown,
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
         # `{#id}` is attribute-list syntax in Markdown: keep Jinja comments out of its way.
         comment_start_string="{##", comment_end_string="##}", cache_size=0)
