@@ -319,3 +319,31 @@ def test_a_condition_or_macro_printed_outside_claim_fails_the_build(
     assert not (tmp_path / "rendered").exists()
     loose = perfpages(project, "render", "--no-strict")  # stops any build, as a bad pin does
     assert loose.returncode == 1 and not (tmp_path / "rendered").exists()
+
+
+# --- cache poisoning --------------------------------------------------------------------------
+
+
+def test_an_edited_cache_entry_with_its_checksum_recomputed_is_not_published(
+        tmp_path: Path, results: Path) -> None:
+    import hashlib
+    import json
+
+    project = site(tmp_path, results, run_pages=True)
+    first = perfpages(project, "render")
+    assert first.returncode == 0, first.stderr
+    page = (tmp_path / "rendered" / "docs" / "index.md").read_text()
+    entries = sorted((tmp_path / ".cache" / "perfpages" / "cells").glob("*.json"))
+    assert entries
+    for entry in entries:  # every value 777777, the checksum recomputed as the code did
+        saved = json.loads(entry.read_text())
+        for cell in saved["data"]["cells"]:
+            cell["values"] = [777777.0] * len(cell["values"])
+        body = json.dumps(saved["data"], sort_keys=True, ensure_ascii=False)
+        saved["checksum"] = hashlib.sha256(f"{saved['key']}\0{body}".encode()).hexdigest()
+        entry.write_text(json.dumps(saved))
+    again = perfpages(project, "render")
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "rendered" / "docs" / "index.md").read_text() == page
+    assert "777" not in page
+    assert all("777777" not in e.read_text() for e in entries)  # rewritten from the run
