@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -347,3 +348,51 @@ def test_an_edited_cache_entry_with_its_checksum_recomputed_is_not_published(
     assert (tmp_path / "rendered" / "docs" / "index.md").read_text() == page
     assert "777" not in page
     assert all("777777" not in e.read_text() for e in entries)  # rewritten from the run
+
+
+# --- a password in output -------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(("dsn", "password"), [
+    ("postgresql://bob:Zq@Xv9@Kw7@127.0.0.1:{port}/db", "Zq@Xv9@Kw7"),
+    ("postgresql://bob:Zq@Xv9@Kw7@HOST.invalid/db", "Zq@Xv9@Kw7"),
+    ("postgres://bob:Zq:Xv9@Kw7@[::1]:{port}/db", "Zq:Xv9@Kw7"),
+    ("postgresql://bob:Zq?Xv9#Kw7@127.0.0.1:{port}/db", "Zq?Xv9#Kw7"),
+    ("postgresql://bob:Zqq Xv9 Kw7@127.0.0.1:{port}/db", "Zqq Xv9 Kw7"),
+    ("postgresql://bob@127.0.0.1:{port}/db?password=Zq@Xv9@Kw7", "Zq@Xv9@Kw7"),
+    ("host=127.0.0.1 port={port} user=bob password='Zq@Xv9 Kw7'", "Zq@Xv9 Kw7"),
+])
+def test_no_part_of_a_dsn_password_is_printed(tmp_path: Path, dsn: str, password: str) -> None:
+    dsn = dsn.replace("{port}", str(closed_port()))
+    done = subprocess.run([sys.executable, "-m", "perfpages", "bench.run", "--suite", "tiny",
+                           "--labels", "a", "--dsn", dsn, "--results", str(tmp_path / "r")],
+                          cwd=ROOT, capture_output=True, text=True, env=CLI_ENV, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in out
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("error: --dsn: ")
+    for piece in {password, *re.split(r"[@:?# ]", password)}:
+        assert piece not in out, (piece, out)
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_redact_ends_the_user_info_at_its_last_at() -> None:
+    from perfpages.archive.secrets import canonical_dsn, dsn_password, mask_urls, redact
+
+    dsn = "postgresql://bob:p@ss@word9@HOST/db"
+    assert redact(dsn) == "postgresql://bob@HOST/db"
+    assert dsn_password(dsn) == "p@ss@word9"
+    assert canonical_dsn(dsn) == "postgresql://bob:p%40ss%40word9@HOST/db"
+    assert mask_urls(f"cannot reach {dsn} now") == "cannot reach postgresql://bob:***@HOST/db now"
+    assert redact("postgresql://bob@h/db?sslmode=require&password=p@ss") == (
+        "postgresql://bob@h/db?sslmode=require&password=***")
+    assert redact("postgresql://bob@h:5432,h2:5433/db") == "postgresql://bob@h:5432,h2:5433/db"
