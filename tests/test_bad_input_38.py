@@ -5,6 +5,7 @@ what the command owns, nothing deleted that it did not write."""
 from __future__ import annotations
 
 import fcntl
+import gzip
 import os
 import re
 import resource
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -231,14 +233,19 @@ def test_import_gives_one_line_when_the_results_cannot_be_written(tmp_path: Path
               "pyproject.toml: --results: not a directory")
     (tmp_path / "results").mkdir()
 
-    def small_files() -> None:  # past 4 KiB a write fails as on a full disk (EFBIG, no kill)
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    def small_files(limit: int) -> Callable[[], None]:
+        def setup() -> None:  # past `limit` a write fails as on a full disk (EFBIG, no kill)
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return setup
 
     (tmp_path / "t.csv").write_text(table)
-    one_error(perfpages(tmp_path, "import", "t.csv", *SOURCE, preexec_fn=small_files),
-              "results: --results: cannot write the run (File too large); nothing was archived")
-    assert os.listdir(tmp_path / "results") == []  # no hidden .RUN.xxxx left either
+    # 4 KiB: the windows fail; 256 bytes: run.json, as the writer creates the run's directory
+    for limit in (4096, 256):
+        one_error(perfpages(tmp_path, "import", "t.csv", *SOURCE, preexec_fn=small_files(limit)),
+                  "results: --results: cannot write the run (File too large); nothing was "
+                  "archived")
+        assert os.listdir(tmp_path / "results") == []  # no hidden .RUN.xxxx left either
 
 
 def test_a_killed_import_leaves_no_run_to_resume(tmp_path: Path) -> None:
@@ -396,3 +403,100 @@ def test_redact_ends_the_user_info_at_its_last_at() -> None:
     assert redact("postgresql://bob@h/db?sslmode=require&password=p@ss") == (
         "postgresql://bob@h/db?sslmode=require&password=***")
     assert redact("postgresql://bob@h:5432,h2:5433/db") == "postgresql://bob@h:5432,h2:5433/db"
+
+
+# --- silently accepted, now refused -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("front", "key"), [
+    ("default_run: demo\n", "default_run"), ("allow_failed: [demo]\n", "allow_failed"),
+    ("perfpages: {holm: true}\n", "perfpages")])
+def test_a_key_about_runs_on_a_page_without_runs_is_refused(tmp_path: Path, results: Path,
+                                                            front: str, key: str) -> None:
+    project = site(tmp_path, results, {"index.md": f"---\ntitle: T\n{front}---\n# T\n"})
+    one_error(perfpages(project, "render"), f"docs/index.md:3: {key}: {key} on a page that "
+              "pins no run")
+
+
+@pytest.mark.parametrize(("macro", "says"), [
+    ("{{ change('v1.0', 'v1.0', block='callers') }}", "'v1.0' compared with itself"),
+    ("{{ claim('Same.', faster('v1.0', 'v1.0', block='callers')) }}",
+     "'v1.0' compared with itself"),
+    ("{{ why('v1.0', 'v1.0', block='callers') }}", "why(): 'v1.0' compared with itself"),
+    ("{{ why('v1.0', 'v1.1 + cache', block='callers', profile='nosuch') }}",
+     "why(): no profile block 'nosuch' in run 'demo'")])
+def test_a_comparison_of_nothing_is_refused(tmp_path: Path, results: Path, macro: str,
+                                            says: str) -> None:
+    project = site(tmp_path, results, {"index.md": PAGE + f"\n{macro}\n"})
+    one_error(perfpages(project, "render", "--no-strict"), "docs/index.md:9: macro: ", says)
+
+
+def test_compare_a_label_with_itself_and_an_empty_results_setting(tmp_path: Path,
+                                                                   results: Path) -> None:
+    one_error(perfpages(tmp_path, "bench.report", "--results", str(results), "--run", DEMO,
+                        "--compare", "v1.0,v1.0"), "--compare: --compare takes two labels, "
+              "got 'v1.0,v1.0'")
+    (tmp_path / "pyproject.toml").write_text('[tool.perfpages]\nresults = ""\n')
+    one_error(perfpages(tmp_path, "bench.list"), "tool.perfpages.results: results is empty")
+
+
+def copied_run(results: Path, into: Path, run_id: str = DEMO) -> Path:
+    """A sealed copy of the demo run under `into` (named `run_id`)."""
+    import shutil
+
+    from test_bad_input import edit_manifest, reseal
+
+    shutil.copytree(results / DEMO, into / run_id)
+    if run_id != DEMO:
+        edit_manifest(into / run_id, lambda m: m.__setitem__("id", run_id))
+        reseal(into / run_id)
+    return into / run_id
+
+
+def test_damage_resealed_is_refused_by_verify(tmp_path: Path, results: Path) -> None:
+    from test_bad_input import edit_manifest, reseal
+
+    sample = "samples/callers/v1.0/r1-call-lookup-callers-32.csv"
+    header = b"offset_s,latency_ms,service_ms,status,process\n"
+    run = copied_run(results, tmp_path / "both")
+    (run / sample).parent.mkdir(parents=True, exist_ok=True)
+    (run / sample).write_bytes(header + b"0.001,1.5,1.2,200,0\n")
+    (run / f"{sample}.gz").write_bytes(gzip.compress(header + b"0.002,1.5,1.2,200,0\n"))
+    reseal(run)
+    one_error(perfpages(tmp_path, "bench.verify", "--results", str(tmp_path / "both")),
+              f"{sample}: {sample} and {sample}.gz are both present")
+    run = copied_run(results, tmp_path / "negative")
+    (run / sample).parent.mkdir(parents=True, exist_ok=True)
+    (run / sample).write_bytes(header + b"0.001,1.5,1.2,200,0\n-0.5,1.5,1.2,200,0\n")
+    reseal(run)
+    one_error(perfpages(tmp_path, "bench.verify", "--results", str(tmp_path / "negative")),
+              f"{sample}:3: not a sample: '-0.5,")
+    run = copied_run(results, tmp_path / "itself")
+    edit_manifest(run, lambda m: m.__setitem__("replay_of", DEMO))
+    reseal(run)
+    one_error(perfpages(tmp_path, "bench.verify", "--results", str(tmp_path / "itself")),
+              "run.json: replay_of: the run names itself as the run it replays")
+
+
+def test_claims_only_fails_on_a_broken_page_or_a_missing_site(tmp_path: Path,
+                                                              results: Path) -> None:
+    runs = tmp_path / "runs"
+    copied_run(results, runs)
+    second = copied_run(results, runs, "2026-11-09-synthetic-again").name
+    project = site(tmp_path / "p", runs, {"index.md": PAGE + "\n{{ claim('x', nosuch()) }}\n"})
+    args = ("bench.replay", DEMO, "--claims-only", second, "--results", str(runs))
+    done = perfpages(project, *args)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: docs/index.md: the page cannot be rendered on the "
+                                  "original run: docs/index.md:9: macro: "), done.stderr
+    (project / "docs" / "index.md").write_text(f"---\nruns: {{demo: {DEMO}\n---\n# T\n")
+    done = perfpages(project, *args)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: docs/index.md: the page cannot be rendered on the "
+                                  "original run: "), done.stderr
+    (project / "docs" / "index.md").write_text(PAGE)
+    assert perfpages(project, *args).returncode == 0
+    (project / "docs").rename(project / "elsewhere")
+    one_error(perfpages(project, *args), "docs: --claims-only: no such directory")
+    (project / "mkdocs.yml").unlink()
+    one_error(perfpages(project, *args), "mkdocs.yml: --claims-only: no such file")

@@ -157,6 +157,9 @@ def read_manifest(run_dir: Path) -> Manifest:
     if manifest.id != run_dir.name:
         raise ArchiveError(f"id {manifest.id!r} does not match the directory name", where=where,
                            key="id", fix="rename nothing by hand: restore the directory's name")
+    if manifest.replay_of == manifest.id:  # a reproduction of itself reproduces nothing
+        raise ArchiveError("the run names itself as the run it replays", where=where,
+                           key="replay_of", fix="restore run.json from git")
     return manifest
 
 
