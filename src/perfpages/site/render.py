@@ -158,10 +158,12 @@ def _owned(out: Path) -> list[str] | None:
         if not isinstance(files, dict):
             raise ValueError
     except (OSError, ValueError, KeyError):
+        older = (out / MARK).is_file()  # an older render's mark: no list of what it wrote
         raise PerfpagesError("not written by perfpages render (no list of its files in "
                              f"{MARK}): it would be replaced", where=out, key="--out",
-                             fix="choose another --out directory, or move that one away"
-                             ) from None
+                             fix="an older perfpages render wrote it: remove it once by hand"
+                             if older else "choose another --out directory, or move that "
+                             "one away") from None
     seen = []
     for folder, dirs, names in os.walk(out):
         here = Path(folder)
