@@ -193,10 +193,12 @@ def _secret() -> bytes:
     path = cache_dir() / SECRET_FILE
     for _ in range(2):
         try:
-            key = path.read_bytes()
-            if len(key) == 32:
+            with path.open("rb") as fh:
+                st = os.fstat(fh.fileno())
+                key = fh.read(33)
+            if len(key) == 32 and st.st_uid == os.getuid() and not st.st_mode & 0o077:
                 return key
-            return secrets.token_bytes(32)  # not ours to replace: trust nothing cached
+            return secrets.token_bytes(32)  # not ours alone: trust nothing cached
         except FileNotFoundError:
             pass
         except OSError:
