@@ -269,8 +269,11 @@ def test_a_killed_import_leaves_no_run_to_resume(tmp_path: Path) -> None:
     listed = perfpages(tmp_path, "bench.list", "--results", "results")
     assert listed.returncode == 0 and "no archived runs" in listed.stdout, listed.stdout
     assert "resume" not in listed.stdout + listed.stderr
+    assert [p.name[0] for p in (tmp_path / "results").iterdir()] == ["."]  # hidden, unsealed
     again = perfpages(tmp_path, "import", "t.csv", *SOURCE)
     assert again.returncode == 0, again.stderr
+    left = [p.name for p in (tmp_path / "results").iterdir()]  # the killed one removed
+    assert len(left) == 1 and left[0].endswith("-t-transcribed"), left
     verified = perfpages(tmp_path, "bench.verify", "--results", "results")
     assert verified.returncode == 0 and "resume" not in verified.stdout + verified.stderr
 
