@@ -178,6 +178,7 @@ def test_render_gives_one_line_for_a_bad_page_or_an_unwritable_output(tmp_path: 
     (tmp_path / "docs" / "latin.md").unlink()
     one_error(perfpages(project, "render", "--out", "x" * 300), "cannot write the rendered "
               "pages (File name too long)")
+    one_error(perfpages(project, "render", "--docs", "d" * 300), "docs_dir: no such directory")
 
     def small_files() -> None:  # a file past 4 KiB fails as on a full disk (EFBIG, not a kill)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -231,6 +232,8 @@ def test_import_gives_one_line_when_the_results_cannot_be_written(tmp_path: Path
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     one_error(imported(tmp_path, "t.csv", table, "--results", "pyproject.toml"),
               "pyproject.toml: --results: not a directory")
+    one_error(imported(tmp_path, "t.csv", table, "--results", "r" * 300),
+              "--results: cannot write the run (File name too long)")
     (tmp_path / "results").mkdir()
 
     def small_files(limit: int) -> Callable[[], None]:
@@ -303,6 +306,7 @@ def test_check_site_skips_what_is_no_page_and_never_waits(tmp_path: Path) -> Non
     assert done.returncode == 0 and done.stdout.startswith("ok: 1 pages in site"), done.stderr
     os.mkfifo(tmp_path / "fifo")
     one_error(perfpages(tmp_path, "check-site", "fifo", timeout=60), "fifo: no such directory")
+    one_error(perfpages(tmp_path, "check-site", "s" * 300), "cannot read it (File name too long)")
 
 
 def test_guide_with_a_long_or_odd_name_is_one_line(tmp_path: Path) -> None:

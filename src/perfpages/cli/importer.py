@@ -88,10 +88,10 @@ def import_table(results: Path, file: str, title: str | None, url: str | None,
     if not name:
         raise PerfpagesError(f"no suite name in {suite or path.stem!r}", key="--suite",
                              fix="name it with letters or digits: --suite NAME")
-    if results.exists() and not results.is_dir():
-        raise PerfpagesError("not a directory", where=results, key="--results",
-                             fix="pass the directory that holds the runs with --results")
     try:
+        if results.exists() and not results.is_dir():
+            raise PerfpagesError("not a directory", where=results, key="--results",
+                                 fix="pass the directory that holds the runs with --results")
         remove_killed_imports(results)
         manifest = manifest_for(table, source, name, new_run_id(results, name, "transcribed"),
                                 command)

@@ -80,12 +80,17 @@ def names() -> frozenset[str]:
 
 
 def pages(site: Path) -> list[Path]:
-    if not site.is_dir():
-        raise PerfpagesError("no such directory", where=site,
-                             fix="build the site first, or name the directory it was built in")
-    # Regular files only: a directory named x.html, a dangling link, a FIFO (reading it would
-    # wait forever) are no pages.
-    return sorted(p for p in site.rglob("*.html") if p.is_file())
+    try:
+        if not site.is_dir():
+            raise PerfpagesError("no such directory", where=site,
+                                 fix="build the site first, or name the directory it was "
+                                     "built in")
+        # Regular files only: a directory named x.html, a dangling link, a FIFO (reading it
+        # would wait forever) are no pages.
+        return sorted(p for p in site.rglob("*.html") if p.is_file())
+    except OSError as exc:  # a name too long, a directory that cannot be listed
+        raise PerfpagesError(f"cannot read it ({exc.strerror or exc})", where=site,
+                             fix="name the directory the site was built in") from None
 
 
 MAX_PAGE = 64 << 20  # a page of a built site is at most a few MB

@@ -241,10 +241,14 @@ def render_site(site: Site, out: Path, *, strict: bool = True) -> Result:
     deleted."""
     out = Path(os.path.abspath(out))
     try:
+        docs_there = site.docs.is_dir()
+    except OSError:  # a name too long
+        docs_there = False
+    if not docs_there:
+        raise PerfpagesError("no such directory", where=site.docs, key="docs_dir",
+                             fix="point --docs (or mkdocs.yml's docs_dir) at the pages")
+    try:
         _check_out(out, site)
-        if not site.docs.is_dir():
-            raise PerfpagesError("no such directory", where=site.docs, key="docs_dir",
-                                 fix="point --docs (or mkdocs.yml's docs_dir) at the pages")
         out.parent.mkdir(parents=True, exist_ok=True)
         with _locked(out.parent, out):
             previous = _owned(out)
