@@ -125,7 +125,7 @@ def read_table(path: Path) -> Table:
     records = _csv(text, path) if suffix == ".csv" else _json(text, path, meta)
     table = _table(path, records)
     table.suite = str(meta.get("suite") or "")
-    table.title = str(meta.get("title") or "")
+    table.title = " ".join(str(meta.get("title") or "").split())  # one line, as --title
     return table
 
 
