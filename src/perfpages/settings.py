@@ -89,6 +89,10 @@ def load(start: Path | None = None, *, suites: str | None = None, results: str |
         if not isinstance(value, str):
             raise PerfpagesError(f"{key} must be a string, got {value!r}", where=source,
                                  key=f"tool.perfpages.{key}", fix=f'write it as {key} = "…"')
+        if not value.strip() and key != "site-url":  # "" is the repository root itself
+            raise PerfpagesError(f"{key} is empty", where=source, key=f"tool.perfpages.{key}",
+                                 fix=f'name a path, e.g. {key} = "{DEFAULTS[key]}", or remove '
+                                     "the line for the default")
         values[key] = value
     mkdocs = root / values["mkdocs"]
     url = site_url if site_url is not None else values["site-url"] or mkdocs_site_url(mkdocs)

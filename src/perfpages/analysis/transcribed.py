@@ -15,7 +15,9 @@ import csv
 import io
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -29,6 +31,7 @@ from perfpages.archive.window import Scalar, Window, params_key
 from perfpages.errors import PerfpagesError
 
 MAX_BYTES = 16 << 20  # a published table is a few KB
+MAX_ROUNDS = 10_000  # a published table gives a few rounds per cell, never millions
 DEFAULT_BLOCK = "table"
 RESERVED = ("run", "kind", "parameters", "metric", "value", "window")  # names of the frame
 _COLUMN = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)(?:\s+(?P<stat>median|min|max))?\s*"
@@ -108,8 +111,7 @@ def read_table(path: Path) -> Table:
         raise PerfpagesError("not a .csv or .json file", where=path,
                              fix="give the table as CSV or JSON (perfpages guide commands)")
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+        raw = _read_regular(path)
         text = raw.decode("utf-8-sig")
     except OSError as exc:
         raise PerfpagesError(f"cannot read it ({exc.strerror or exc})", where=path,
@@ -123,8 +125,39 @@ def read_table(path: Path) -> Table:
     records = _csv(text, path) if suffix == ".csv" else _json(text, path, meta)
     table = _table(path, records)
     table.suite = str(meta.get("suite") or "")
-    table.title = str(meta.get("title") or "")
+    table.title = " ".join(str(meta.get("title") or "").split())  # one line, as --title
     return table
+
+
+def _read_regular(path: Path) -> bytes:
+    """At most MAX_BYTES + 1 bytes of a regular file: a FIFO, a device or a directory is
+    refused before anything waits on it (opened without blocking, then checked)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PerfpagesError("not a regular file", where=path,
+                                 fix="give the table as a .csv or .json file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (json.loads keeps the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > 16:  # past 2**53: no count, rate or parameter is that long
+        raise ValueError(f"the number {text[:20]}… has {len(text.lstrip('-'))} digits")
+    return int(text)
 
 
 def _csv(text: str, path: Path) -> Iterator[tuple[int | None, str, Any]]:
@@ -150,7 +183,8 @@ def _json(text: str, path: Path, meta: dict[str, Any]) -> list[tuple[int | None,
         raise ValueError(f"{name} is not a number")
 
     try:
-        data = json.loads(text, parse_constant=constant)
+        data = json.loads(text, parse_constant=constant, parse_int=_int,
+                          object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError) as exc:
         raise PerfpagesError(f"not valid JSON ({exc})", where=path,
                              fix="give a list of rows, or {\"rows\": [...]}") from None
@@ -216,7 +250,7 @@ def _number(value: Any, path: Path, line: int | None, where: str) -> float:
         raise _fail(path, line, where, f"not a number: {value!r}", fix)
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise _fail(path, line, where, f"not a number: {value!r}", fix) from None
     if not math.isfinite(number) or abs(number) >= 2**53:
         raise _fail(path, line, where, f"not a finite number: {value!r}", fix)
@@ -227,6 +261,9 @@ def _number(value: Any, path: Path, line: int | None, where: str) -> float:
 
 
 def _param(value: Any, path: Path, line: int | None, where: str) -> Scalar:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53:
+        raise _fail(path, line, where, f"a number too large to keep exactly: {str(value)[:20]}…",
+                    "give the parameter as the source printed it, or as text in quotes")
     if isinstance(value, bool | int | float) and not (isinstance(value, float)
                                                        and not math.isfinite(value)):
         return value
@@ -234,8 +271,12 @@ def _param(value: Any, path: Path, line: int | None, where: str) -> Scalar:
         raise _fail(path, line, where, "an empty parameter" if value in ("", None) else
                     f"not a parameter value: {value!r}", "give every row its parameter value")
     text = value.strip()
+    if not text.isprintable():
+        raise _fail(path, line, where, f"a line break or control character in {text!r}",
+                    "give the parameter value on one line")
     if _INTEGER.match(text):
-        return int(text)
+        digits = len(text.lstrip("+-"))  # int() of thousands of digits is refused, slowly
+        return int(text) if digits <= 16 and abs(int(text)) < 2**53 else text
     try:
         number = float(text)
     except ValueError:
@@ -326,12 +367,21 @@ def _row(path: Path, line: int | None, key: str, raw: Any, columns: list[Column]
             if number != int(number) or number < 1:
                 raise _fail(path, line, where, f"not a round number: {value!r}",
                             "number each cell's rounds 1, 2, 3 …")
+            if number > MAX_ROUNDS:
+                raise _fail(path, line, where, f"round {value!r} is past {MAX_ROUNDS}",
+                            "number each cell's rounds 1, 2, 3 … as its source did")
             coords["round"] = int(number)
         else:
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise _fail(path, line, where, f"not a {c.role} name: {value!r}",
+                            f"give every row its {c.role} as text")
             text = str(value).strip()
             if not text:
                 raise _fail(path, line, where, f"an empty {c.role}",
                             f"give every row its {c.role}")
+            if not text.isprintable():
+                raise _fail(path, line, where, f"a line break or control character in the "
+                            f"{c.role} {text!r}", f"give the {c.role} on one line")
             coords[c.role] = text
     for name, value in metrics.items():
         base, _, bound = name.rpartition(".")
@@ -348,8 +398,17 @@ def _check_cells(path: Path, table: Table) -> None:
     """No duplicate row; with rounds, every cell has rounds 1 to N, the same N for all."""
     first: dict[tuple[str, str, str, int], Row] = {}
     rounds: dict[tuple[str, str, str], set[int]] = {}
+    spelled: dict[tuple[str, str, str], tuple[str, Row]] = {}
     for r in table.rows:
-        cell = (r.block, r.label, params_key(r.params))
+        # 8 and 8.0 are one value: one cell, so a second row of it is a duplicate
+        cell = (r.block, r.label, params_key(_same(r.params)))
+        written = params_key(r.params)
+        if cell in spelled and spelled[cell][0] != written and (*cell, r.round) not in first:
+            before = spelled[cell][1]
+            raise _fail(path, r.line, r.key, f"{written} is written {spelled[cell][0]} on "
+                        f"{f'line {before.line}' if before.line else before.key}",
+                        "write each parameter value one way in every row")
+        spelled.setdefault(cell, (written, r))
         if (*cell, r.round) in first:
             before = first[(*cell, r.round)]
             shown = f"line {before.line}" if before.line else before.key
@@ -361,11 +420,17 @@ def _check_cells(path: Path, table: Table) -> None:
         rounds.setdefault(cell, set()).add(r.round)
     n = table.rounds
     for (block, label, pkey), got in rounds.items():
-        if got != set(range(1, n + 1)):
-            missing = sorted(set(range(1, n + 1)) - got)
+        if len(got) != n:  # rounds are 1 … n, each once: n of them is all of them
+            missing = next(i for i in range(1, n + 1) if i not in got)
             raise _fail(path, None, "round", f"{label} ({block}{', ' + pkey if pkey else ''}) "
-                        f"lacks round {missing[0]} of {n}",
+                        f"lacks round {missing} of {n}",
                         "give every cell the same rounds, 1 to N")
+
+
+def _same(params: dict[str, Scalar]) -> dict[str, Scalar]:
+    """Parameters with a whole float as its int (8.0 as 8): how a cell is told from another."""
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v
+            for k, v in params.items()}
 
 
 def windows(table: Table, source: Source) -> list[Window]:

@@ -157,6 +157,9 @@ def read_manifest(run_dir: Path) -> Manifest:
     if manifest.id != run_dir.name:
         raise ArchiveError(f"id {manifest.id!r} does not match the directory name", where=where,
                            key="id", fix="rename nothing by hand: restore the directory's name")
+    if manifest.replay_of == manifest.id:  # a reproduction of itself reproduces nothing
+        raise ArchiveError("the run names itself as the run it replays", where=where,
+                           key="replay_of", fix="restore run.json from git")
     return manifest
 
 
@@ -373,7 +376,8 @@ def find_runs(results_dir: Path | str) -> list[Path]:
     root = Path(results_dir)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / RUN_FILE).exists()
+                  and not p.name.startswith("."))  # a writer's staging: not a run (yet)
 
 
 def runs_in(results_dir: Path | str) -> list[Path]:

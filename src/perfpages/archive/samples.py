@@ -55,7 +55,8 @@ def read(run_dir: Path, name: str) -> list[Sample]:
             offset, latency = (float(v) for v in line.split(",")[:2])
         except ValueError:
             offset = latency = math.nan
-        if not (math.isfinite(offset) and math.isfinite(latency) and latency >= 0):
+        if not (math.isfinite(offset) and math.isfinite(latency) and latency >= 0
+                and offset >= 0):  # an offset is from the measurement's start: never before
             raise ArchiveError(f"{run_dir.name}/{name}:{number}: not a sample: {line[:60]!r}",
                                fix="restore the run from git")
         out.append(Sample(offset, latency))

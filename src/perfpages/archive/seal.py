@@ -209,6 +209,14 @@ def check(run_dir: Path, manifest: Manifest) -> tuple[list[ArchiveError], list[s
                 fix=f"if its writer was killed while sealing it, `invoke bench.run --resume "
                     f"{manifest.id}` finishes the seal; else restore the run from git"))
         return problems, []
+    # A resumable run may hold both (an interrupted compression); a complete one never does
+    present = set(files)
+    for name in files:  # which of the two would a reader take? Neither: one line
+        if name.endswith(".gz") and name[:-3] in present:
+            problems.append(ArchiveError(
+                f"{name[:-3]} and {name} are both present (one file, stored twice)",
+                where=run_dir / name[:-3], fix="restore the run from git: a writer keeps "
+                                               "one of them"))
     if not manifest.files:
         problems.append(ArchiveError("a complete run lists no checksums",
                                      where=run_dir / RUN_FILE, key="files",

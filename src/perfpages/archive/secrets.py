@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 MASK = "***"
 MIN_VALUE = 4  # shorter values are too common to replace everywhere ("1", "on", "yes")
@@ -41,14 +41,16 @@ PUBLIC_NAMES = frozenset({
     "DESKTOP_SESSION", "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS",
     "XDG_SESSION_DESKTOP", "PGPASSFILE", "GPG_AGENT_INFO", "KEYTIMEOUT"})
 # scheme://userinfo@ — a user, a password or a token as the user (git+https://TOKEN@host)
-URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([^\s/@?#]+)@", re.I)
+# (to its last '@': a password may hold one, and `p@ss@word9@host` is user info up to `host`)
+URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([^\s/]+)@", re.I)
+QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|sslpassword)=)[^&\s#]*", re.I)
 PATTERNS = (
     # scheme://user:password@host — keep the user, mask the password
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*:)[^\s@/?#]*(@)", re.I), rf"\g<1>{MASK}\g<2>"),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*:)[^\s/]*(@)", re.I), rf"\g<1>{MASK}\g<2>"),
     # git+https://TOKEN@host: a VCS URL's user is a token as often as a name
-    (re.compile(r"(\b[a-z][a-z0-9]*\+[a-z][a-z0-9+.-]*://)[^\s/@?#]+@", re.I), r"\g<1>"),
+    (re.compile(r"(\b[a-z][a-z0-9]*\+[a-z][a-z0-9+.-]*://)[^\s/]+@", re.I), r"\g<1>"),
     # ?password=… / &password=… in a URL
-    (re.compile(r"([?&](?:password|passwd|sslpassword)=)[^&\s#]*", re.I), rf"\g<1>{MASK}"),
+    (QUERY_PASSWORD, rf"\g<1>{MASK}"),
     # key=value DSNs and settings: password=secret, password = 'se cret'
     (re.compile(r"(\b(?:password|passwd|sslpassword)\s*=\s*)('(?:[^'\\]|\\.)*'?|\"[^\"]*\"?"
                 r"|[^\s'\"&]+)", re.I), rf"\g<1>{MASK}"),
@@ -112,6 +114,39 @@ def url_secrets(url: str) -> list[str]:
     return [v for v in {secret, unquote(secret)} if v]
 
 
+_URI = re.compile(r"([a-z][a-z0-9+.-]*://)(.*)", re.I | re.S)
+
+
+def _userinfo(dsn: str) -> tuple[str, str, str] | None:
+    """(scheme://, user info, what follows its '@') of a URI DSN; None without user info.
+    The user info ends at the authority's last '@' (a password may hold '@', `?` or `#`; the
+    authority ends at the first '/'), unless the text before a '?' holds an '@' already
+    (`bob@host?password=p@ss`: the '@' after is the query's)."""
+    found = _URI.fullmatch(dsn.strip())
+    if not found:
+        return None
+    scheme, remainder = found.groups()
+    slash = remainder.find("/")
+    head = remainder if slash < 0 else remainder[:slash]
+    query = head.find("?")
+    cut = head.rfind("@", 0, query) if query >= 0 and "@" in head[:query] else head.rfind("@")
+    if cut < 0:
+        return None
+    return scheme, remainder[:cut], remainder[cut + 1:]
+
+
+def canonical_dsn(dsn: str) -> str:
+    """A URI DSN with each '@' inside its user info written %40, as `_userinfo` reads it:
+    libpq ends the user info at the first '@', so `postgresql://bob:p@ss@word9@HOST/db` would
+    reach libpq with the host `ss@word9@HOST`, and its error messages with part of the
+    password."""
+    parts = _userinfo(dsn)
+    if parts is None or "@" not in parts[1]:
+        return dsn
+    scheme, info, rest = parts
+    return f"{scheme}{info.replace('@', '%40')}@{rest}"
+
+
 def _without_password(dsn: str) -> str:
     """A key=value DSN without its password pair, however it is quoted."""
     return re.sub(r"\s*\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)", "", dsn).strip()
@@ -120,15 +155,27 @@ def _without_password(dsn: str) -> str:
 def redact(dsn: str) -> str:
     """A DSN without its password (URI or key=value form): safe to print and to archive."""
     if "://" in dsn:
-        parts = urlsplit(dsn)
-        if parts.password is not None:
-            host = parts.hostname or ""
-            netloc = f"{parts.username}@{host}" if parts.username else host
-            if parts.port:
-                netloc += f":{parts.port}"
-            return parts._replace(netloc=netloc).geturl()
-        return dsn
+        parts = _userinfo(dsn)
+        if parts is not None and ":" in parts[1]:
+            scheme, info, rest = parts
+            user = info.split(":", 1)[0]
+            dsn = f"{scheme}{user}@{rest}" if user else f"{scheme}{rest}"
+        return QUERY_PASSWORD.sub(rf"\g<1>{MASK}", dsn)
     return _without_password(dsn)
+
+
+def without_secret(text: str, dsn: str) -> str:
+    """`text` (a library's message about `dsn`) with the DSN's password masked, whole and each
+    of its words: libpq quotes what it could not parse."""
+    password = dsn_password(dsn)
+    if not password:
+        return text
+    raw = (_userinfo(dsn) or ("", "", ""))[1].partition(":")[2]
+    for value in sorted({password, raw, *password.split(), *raw.split()}, key=len,
+                        reverse=True):
+        if len(value) >= 3:
+            text = text.replace(value, MASK)
+    return text
 
 
 def redact_command(command: str) -> str:
@@ -147,10 +194,10 @@ def masked_env(env: Mapping[str, str]) -> dict[str, str]:
 def dsn_password(dsn: str) -> str | None:
     """The password a DSN carries, in any of its forms."""
     if "://" in dsn:
-        parts = urlsplit(dsn)
-        if parts.password:
-            return unquote(parts.password)
-        query = re.search(r"(?:^|&)password=([^&]*)", parts.query)
+        parts = _userinfo(dsn)
+        if parts is not None and parts[1].partition(":")[2]:
+            return unquote(parts[1].partition(":")[2])
+        query = re.search(r"[?&]password=([^&]*)", parts[2] if parts else dsn)
         return unquote(query.group(1)) if query else None
     found = re.search(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", dsn)
     if not found:

@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import socket
 import tempfile
 from dataclasses import replace
@@ -125,8 +126,9 @@ class ArchiveWriter:
     """Appends windows to one run directory; each window is on disk before append() returns."""
 
     def __init__(self, run_dir: Path, manifest: Manifest, windows: list[Window],
-                 lock: RunLock) -> None:
+                 lock: RunLock, publish_to: Path | None = None) -> None:
         self.run_dir = run_dir
+        self.publish_to = publish_to  # a hidden run's name once sealed (create(hidden=True))
         self.lock = lock
         self.manifest = manifest
         self._seen = {w.key for w in windows}
@@ -137,7 +139,11 @@ class ArchiveWriter:
         self.redactor = Redactor()
 
     @classmethod
-    def create(cls, results_dir: Path | str, manifest: Manifest) -> ArchiveWriter:
+    def create(cls, results_dir: Path | str, manifest: Manifest,
+               hidden: bool = False) -> ArchiveWriter:
+        """A new run directory, `running`. hidden=True keeps it under its hidden staging name
+        until it is sealed (`perfpages import`: a run that is whole or not there at all, never
+        one to resume)."""
         run_dir = Path(results_dir) / manifest.id
         if run_dir.exists():
             raise ArchiveError("run directory already exists", where=run_dir,
@@ -145,16 +151,37 @@ class ArchiveWriter:
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         # Build in a hidden sibling and rename, so a crash here leaves no half-made run behind.
         staging = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{manifest.id}."))
-        staging.chmod(0o755)
-        (staging / "samples").mkdir()
-        (staging / "diagnostics").mkdir()
-        (staging / RESULTS_FILE).touch()
-        lock = RunLock(staging)  # locked before the run is visible: never `running` unlocked
-        manifest = replace(manifest, status="running", files={})
-        write_json_atomic(staging / RUN_FILE, manifest.to_json())
-        staging.rename(run_dir)
+        lock: RunLock | None = None
+        try:
+            staging.chmod(0o755)
+            (staging / "samples").mkdir()
+            (staging / "diagnostics").mkdir()
+            (staging / RESULTS_FILE).touch()
+            lock = RunLock(staging)  # locked before the run is visible: never `running` unlocked
+            manifest = replace(manifest, status="running", files={})
+            write_json_atomic(staging / RUN_FILE, manifest.to_json())
+            if hidden:
+                return cls(staging, manifest, [], lock, publish_to=run_dir)
+            staging.rename(run_dir)
+        except BaseException:  # a full disk, a signal: no hidden directory left behind
+            if lock is not None:
+                lock.release()
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         lock.move(run_dir)
         return cls(run_dir, manifest, [], lock)
+
+    def _publish(self) -> None:
+        """A hidden run, sealed: renamed to its name (never over a run that appeared since)."""
+        if self.publish_to is None:
+            return
+        if self.publish_to.exists():
+            raise ArchiveError("run directory already exists", where=self.publish_to,
+                               fix="a run is never overwritten: run the command again")
+        self.run_dir.rename(self.publish_to)
+        sealing.fsync_dir(self.publish_to.parent)
+        self.run_dir, self.publish_to = self.publish_to, None
+        self.lock.move(self.run_dir)
 
     @classmethod
     def resume(cls, run_dir: Path | str, lock: RunLock | None = None) -> ArchiveWriter:
@@ -304,6 +331,7 @@ class ArchiveWriter:
             if leaked is not None:
                 self._refuse(leaked)
             sealing.complete(self.run_dir, sealing.stage(self.run_dir, self.manifest), sums)
+            self._publish()
             self.lock.release()
             return open_run(self.run_dir)
         write_json_atomic(self.run_dir / RUN_FILE, self.manifest.to_json())

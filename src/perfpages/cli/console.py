@@ -132,7 +132,7 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
     pair: tuple[str, str] | None = None
     if compare:
         parts = [p.strip() for p in compare.split(",")]
-        if len(parts) != 2 or not all(parts):
+        if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:  # a,a: compares nothing
             raise PerfpagesError(f"--compare takes two labels, got {compare!r}", key="--compare",
                                  fix="write it as BASE,OTHER, e.g. --compare 0.42.0,0.43.0")
         pair = (parts[0], parts[1])

@@ -24,11 +24,12 @@ def pages() -> dict[str, str]:
 def text(page: str) -> str:
     """The page's Markdown; an unknown page names the ones there are."""
     name = page.split("#")[0].removesuffix(".md")  # `pages.md#versions` names pages
-    path = resources.files("perfpages") / "guide" / f"{name}.md"
-    if "/" in name or not path.is_file():
-        raise PerfpagesError(f"no guide page {page!r}", key="guide",
-                             fix=f"choose among: {', '.join(pages())}")
-    return path.read_text(encoding="utf-8")
+    shipped = pages()
+    if name not in shipped:  # looked up among the pages, never as a path (too long, a link)
+        shown = page if len(page) <= 60 else page[:57] + "…"
+        raise PerfpagesError(f"no guide page {shown!r}", key="guide",
+                             fix=f"choose among: {', '.join(shipped)}")
+    return (resources.files("perfpages") / "guide" / f"{name}.md").read_text(encoding="utf-8")
 
 
 def listing() -> str:

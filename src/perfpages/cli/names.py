@@ -29,6 +29,16 @@ def spaced_names(args: list[str], collection: Collection) -> list[str]:
     return args
 
 
+def help_asked(args: list[str], collection: Collection) -> str | None:
+    """The task in `TASK … --help` (or -h): invoke hands that --help to a task's positional
+    argument (`perfpages import --help` would import a file named --help)."""
+    names = [a for a in args if not a.startswith("-")]
+    if not names or names[0] not in collection.task_names:
+        return None
+    cut = args.index("--") if "--" in args else len(args)
+    return names[0] if {"--help", "-h"} & set(args[:cut]) else None
+
+
 def program_name() -> str:
     """How the command was called: `perfpages` or `invoke` (also under `python -m`)."""
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
@@ -116,6 +126,11 @@ def accept_spaced_names() -> None:
     def parse_tasks(self: Program) -> None:
         if self.collection is not None:
             self.core.unparsed = spaced_names(self.core.unparsed, self.collection)
+            asked = help_asked(self.core.unparsed, self.collection)
+            if asked is not None:  # parse_cleanup prints the task's help
+                self.parser = self._make_parser()
+                self.args.help.value = asked
+                return
         try:
             original_tasks(self)
         except (ParseError, ValueError) as exc:

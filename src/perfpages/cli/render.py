@@ -22,7 +22,7 @@ def render_pages(docs: str | None, out: str | None, strict: bool, console: Conso
     """Render every page into OUT/docs with OUT/mkdocs.yml; exit 1, one line per problem, on
     what fails `mkdocs build --strict` (with strict=False only on what stops any build)."""
     site = Site.load(docs=docs)
-    target = Path(out).resolve() if out else site.base / RENDERED
+    target = Path(os.path.abspath(out)) if out else site.base / RENDERED  # a link: refused
     result = render_site(site, target, strict=strict)
     for line in result.problems:
         print(f"error: {line}", file=sys.stderr)

@@ -23,6 +23,7 @@ from perfpages.site import reproduction as repro
 from perfpages.site.store import RunStore
 
 FAIL_ON = ("claims",)
+BROKEN = "the page cannot be rendered on the original run"  # site.reproduction.pair_claims
 
 
 def print_reproduction(results_dir: Path, ref: str, other: str | None, fmt: str,
@@ -39,6 +40,10 @@ def print_reproduction(results_dir: Path, ref: str, other: str | None, fmt: str,
                              fix="use term, md or json")
     if mkdocs.exists():  # its pages' claims are compared: a site MkDocs refuses is said now
         site_config.read(mkdocs)
+    elif other is not None:  # --claims-only compares the claims: with no site, none at all
+        raise PerfpagesError("no such file: the claims compared are its pages'", where=mkdocs,
+                             key="--claims-only", fix="run it in the site's repository, or "
+                             "set [tool.perfpages] mkdocs")
     original = resolve(results_dir, ref)
     manifest = read_manifest(original)  # refused before anything runs or loads
     if other is not None:
@@ -49,6 +54,10 @@ def print_reproduction(results_dir: Path, ref: str, other: str | None, fmt: str,
             if why is not None:
                 raise PerfpagesError(f"run {run_dir.name} {why[0]}", key=key, fix=why[1])
         analysis.check_pair(manifest, read_manifest(second))
+        if not repro.Docs.from_mkdocs(mkdocs).root.is_dir():
+            raise PerfpagesError("no such directory: no page, no claim to compare",
+                                 where=repro.Docs.from_mkdocs(mkdocs).root, key="--claims-only",
+                                 fix="point mkdocs.yml's docs_dir at the pages")
     else:
         from perfpages.run import runner
         from perfpages.run.replay import replay_options
@@ -74,6 +83,13 @@ def print_reproduction(results_dir: Path, ref: str, other: str | None, fmt: str,
     if other is None and status == "failed":  # archived, as bench.run: the command fails
         print(f"error: run {second.name} failed: {failure(open_run(second).windows)}",
               file=sys.stderr)
+        return 1
+    # A page broken on the original run is the site's error, not a finding of the replay
+    broken = [f"{item['page']}: {item['reason']}" for item in data["claims"]["items"]
+              if not item["sentence"] and str(item["reason"]).startswith(BROKEN)]
+    for line in broken:
+        print(f"error: {line}", file=sys.stderr)
+    if broken:
         return 1
     wrong = repro.failures(data)
     if fail_on != "claims" or not wrong:

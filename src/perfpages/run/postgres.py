@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 import psycopg
 
-from perfpages.archive.secrets import redact
+from perfpages.archive.secrets import canonical_dsn, redact, without_secret
 from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
 from perfpages.processes import die_with_parent
@@ -342,9 +342,10 @@ def conninfo(dsn: str) -> dict[str, Any]:
     (libpq's own reason, never the DSN, which may hold a password)."""
     fix = "write it as postgresql://USER@HOST:PORT/DB (or host=… port=… key=value pairs)"
     try:
-        params = psycopg.conninfo.conninfo_to_dict(dsn)
+        params = psycopg.conninfo.conninfo_to_dict(canonical_dsn(dsn))
     except psycopg.ProgrammingError as exc:
         reason = str(exc).splitlines()[0].split(': "')[0]  # libpq quotes the DSN after a colon
+        reason = without_secret(reason, dsn)  # and sometimes the password elsewhere
         raise PerfpagesError(f"not a valid DSN ({reason})", key="--dsn", fix=fix) from None
     port = str(params.get("port") or "5432")
     if not port.isdigit() or not 0 < int(port) < 65536:

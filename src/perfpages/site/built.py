@@ -80,10 +80,20 @@ def names() -> frozenset[str]:
 
 
 def pages(site: Path) -> list[Path]:
-    if not site.is_dir():
-        raise PerfpagesError("no such directory", where=site,
-                             fix="build the site first, or name the directory it was built in")
-    return sorted(site.rglob("*.html"))
+    try:
+        if not site.is_dir():
+            raise PerfpagesError("no such directory", where=site,
+                                 fix="build the site first, or name the directory it was "
+                                     "built in")
+        # Regular files only: a directory named x.html, a dangling link, a FIFO (reading it
+        # would wait forever) are no pages.
+        return sorted(p for p in site.rglob("*.html") if p.is_file())
+    except OSError as exc:  # a name too long, a directory that cannot be listed
+        raise PerfpagesError(f"cannot read it ({exc.strerror or exc})", where=site,
+                             fix="name the directory the site was built in") from None
+
+
+MAX_PAGE = 64 << 20  # a page of a built site is at most a few MB
 
 
 def check(site: Path) -> tuple[int, list[Unrendered]]:
@@ -91,6 +101,15 @@ def check(site: Path) -> tuple[int, list[Unrendered]]:
     files = pages(site)
     found = []
     for file in files:
-        html = file.read_text(encoding="utf-8", errors="replace")
+        try:
+            with file.open("rb") as fh:
+                raw = fh.read(MAX_PAGE + 1)
+        except OSError as exc:
+            raise PerfpagesError(f"cannot read it ({exc.strerror or exc})", where=file,
+                                 fix="make the built site readable") from None
+        if len(raw) > MAX_PAGE:
+            raise PerfpagesError(f"larger than {MAX_PAGE >> 20} MiB: not a page", where=file,
+                                 fix="check what built it")
+        html = raw.decode("utf-8", errors="replace")
         found += unrendered(html, file.relative_to(site).as_posix(), names())
     return len(files), found

@@ -235,9 +235,24 @@ def _sentence(claim: Claim) -> str:
     return f'<span class="{css}" title="{title}">{text}</span>'
 
 
+def _shown(value: Any) -> Any:
+    """What `{{ … }}` prints: a condition or a macro itself is refused, never published as
+    `Condition(holds=True, …)` or `<function … at 0x…>`."""
+    if isinstance(value, Condition):
+        raise PerfpagesError("a condition printed outside claim(): it states nothing on its "
+                             "own", key="macro", fix="write it as {{ claim('The sentence.', "
+                             "CONDITION) }}")
+    if callable(value):
+        name = getattr(value, "__name__", type(value).__name__)
+        raise PerfpagesError(f"{name} printed without calling it", key="macro",
+                             fix=f"call it: {{{{ {name}(…) }}}}")
+    return value
+
+
 def _environment(path: str, text: str) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (text, name, lambda: True)),
+        finalize=_shown,
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
         # `{#id}` is attribute-list syntax in Markdown: keep Jinja comments out of its way.
         comment_start_string="{##", comment_end_string="##}", cache_size=0)
@@ -261,6 +276,21 @@ def _annotate(text: str, claims: list[Claim]) -> str:
     return "\n".join(lines)
 
 
+RUN_KEYS = ("default_run", "allow_failed", "perfpages", "charts")  # about a page's runs
+
+
+def _no_runs(meta: dict[str, Any], path: str, source: str | None) -> None:
+    """A page that pins no run is rendered as written: a key about its runs would be ignored
+    without a word, so it is an error naming its line."""
+    for key in RUN_KEYS:
+        if key in meta:
+            found = re.search(rf"^{key}\s*:", source or "", re.M)
+            line = (source or "").count("\n", 0, found.start()) + 1 if found else None
+            raise PerfpagesError(f"{key} on a page that pins no run (no `runs:`): it would be "
+                                 "ignored", where=path, line=line, key=key,
+                                 fix="pin the runs under `runs:`, or remove it")
+
+
 def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: RunStore,
            source: str | None = None, docs: repro.Docs | None = None,
            nested: bool = False) -> Rendered:
@@ -271,6 +301,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
         split(source, path)  # raises if MkDocs dropped front matter it could not parse
     aliases = parse_front_matter(meta, path)
     if not aliases:
+        _no_runs(meta, path, source)
         return Rendered(body, pins_runs=False)
     style = chart_style(meta, path)
     pins = Pins.load(store, aliases, path, pin_lines(source or "", aliases))
@@ -322,9 +353,15 @@ def claims_on(docs: repro.Docs, store: RunStore, original: str,
         shown = docs.shown(file)
         try:
             source = file.read_text(encoding="utf-8-sig")
-            meta, body, offset = split(source, shown)
-        except (OSError, UnicodeDecodeError, PerfpagesError):
+        except (OSError, UnicodeDecodeError):
             continue  # a page the build cannot read either: it pins nothing we can know of
+        try:
+            meta, body, offset = split(source, shown)
+        except PerfpagesError as exc:  # its front matter is broken: does it pin the run?
+            if original in source:
+                pages.append(shown)
+                items += repro.pair_claims(shown, str(exc), str(exc))
+            continue
         if not repro.pins(meta, shown, original):
             continue
         pages.append(shown)

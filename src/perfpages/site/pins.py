@@ -235,6 +235,10 @@ class Pins:
         `ALIAS:LABEL`, the two sides may come from two pinned runs (cells then pair on block and
         parameters), which must be comparable unless `allow_mixed`. Written as parameter
         values, `{"threads": 2}`, the cells differ only in those parameters (`by_values`)."""
+        if base == other:  # every change 0 and "no clear change", said of nothing
+            raise AnalysisError(f"{base!r} compared with itself",
+                                fix="compare two labels (an A/A pair is two labels too), or "
+                                    "ALIAS:LABEL of two runs")
         if not (isinstance(base, str) and isinstance(other, str)):
             return self.by_values(base, other, metric=metric, **filters)
         (run_a, label_a), (run_b, label_b) = self.side(base), self.side(other)

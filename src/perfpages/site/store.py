@@ -4,7 +4,9 @@ A page pins runs by exact id; a pinned run must be complete and intact. What pag
 is its manifest and its cells (the rounds of each block, parameters, label and metric). A
 complete run never changes, so its cells are cached on disk (.cache/perfpages/) under the
 sha256 of its seal.json and run.json and of the code that computes them. An entry is used only
-when it names that key, its own checksum holds (an entry edited by hand is computed again) and
+when it names that key, its own checksum holds (an HMAC under a key kept in PERFPAGES_CACHE,
+outside the site's cache: an entry edited by hand, its checksum recomputed or not, is computed
+again from the sealed run) and
 the run's fingerprint (every file's size, mtime, ctime and inode) is the one recorded when the
 run was last found intact; otherwise the run is checked in full (seal, every file's sha256,
 every .gz and samples file: `reader.open_run`) before its cells are used. A deleted, edited or
@@ -17,7 +19,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
+import os
+import secrets
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +46,7 @@ from perfpages.archive.reader import (
 )
 from perfpages.archive.window import params_key
 from perfpages.archive.writer import write_text_atomic
+from perfpages.cache import cache_dir
 from perfpages.errors import ArchiveError, PerfpagesError
 
 
@@ -173,9 +180,48 @@ def entry_path(cache_dir: Path, product: str, run_dir: Path, key: str) -> Path:
     return cache_dir / product / f"{run_dir.name}.{name}.json"
 
 
+SECRET_FILE = "site-cache.key"  # in PERFPAGES_CACHE: never in the site's cache it vouches for
+
+
+@functools.cache
+def _secret() -> bytes:
+    """This machine's key for the site cache's checksums, kept outside the site's
+    .cache/perfpages (the directory a CI restores between runs): an entry edited with a
+    checksum recomputed by anyone without this key is not this machine's, and is computed
+    again from the sealed run. Created once, exclusively (a link of a whole file); when it
+    cannot be kept, a key of this process only (nothing cached is trusted later)."""
+    path = cache_dir() / SECRET_FILE
+    for _ in range(2):
+        try:
+            with path.open("rb") as fh:
+                st = os.fstat(fh.fileno())
+                key = fh.read(33)
+            if len(key) == 32 and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+                return key
+            return secrets.token_bytes(32)  # not ours alone: trust nothing cached
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return secrets.token_bytes(32)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{SECRET_FILE}.")
+            try:
+                os.write(fd, secrets.token_bytes(32))
+                os.close(fd)
+                os.link(tmp, path)  # fails if another process made it first: read theirs
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        except OSError:
+            return secrets.token_bytes(32)
+    return secrets.token_bytes(32)
+
+
 def _checksum(key: str, data: Any) -> str:
     body = json.dumps(data, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(f"{key}\0{body}".encode()).hexdigest()
+    return hmac.new(_secret(), f"{key}\0{body}".encode(), hashlib.sha256).hexdigest()
 
 
 def write_entry(path: Path, key: str, data: Any) -> None:
@@ -187,12 +233,15 @@ def write_entry(path: Path, key: str, data: Any) -> None:
 
 
 def read_entry(path: Path, key: str) -> Any | None:
-    """An entry's data, or None when it is missing, unreadable, of another key or edited (its
-    checksum does not hold): the archive is then read again and the entry rewritten; a cache is
-    never a reason for a build to fail, nor a source of what a page shows."""
+    """An entry's data, or None when it is missing, unreadable, of another key (the key holds
+    the sha256 of the run's seal: an entry serves only the sealed data it was computed from)
+    or edited (its checksum, keyed by this machine's secret, does not hold — recomputing it
+    without the key does not help): the archive is then read again and the entry rewritten; a
+    cache is never a reason for a build to fail, nor a source of what a page shows."""
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
-        if saved["key"] == key and saved["checksum"] == _checksum(key, saved["data"]):
+        if saved["key"] == key and hmac.compare_digest(str(saved["checksum"]),
+                                                       _checksum(key, saved["data"])):
             return saved["data"]
     except (OSError, ValueError, TypeError, KeyError):
         pass

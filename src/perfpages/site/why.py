@@ -37,9 +37,15 @@ def why(pins: Pins, base: str, head: str, *, block: str, run: str | None = None,
         if name not in manifest.labels:
             raise AnalysisError(f"why(): no label {name!r} in run {alias!r}",
                                 fix=f"choose among: {', '.join(manifest.labels)}")
-    if block not in manifest.blocks:
-        raise AnalysisError(f"why(): no block {block!r} in run {alias!r}",
-                            fix=f"choose among: {', '.join(manifest.blocks)}")
+    if base == head:
+        raise AnalysisError(f"why(): {base!r} compared with itself",
+                            fix="name the label before and the label after the change")
+    for name, what in ((block, "block"), (profile, "profile")):
+        if name is not None and name not in manifest.blocks:
+            raise AnalysisError(f"why(): no {what} block {name!r} in run {alias!r}",
+                                fix=f"choose among: {', '.join(manifest.blocks)}"
+                                    + ("; profile=None compares no stacks"
+                                       if what == "profile" else ""))
     out = [_costs(pins, alias, base, head, block)]
     diff = statements.differences(loaded, block, base, head)
     out.append(f"**Statements whose time per call changed most** ({escape.md(base)} → "
