@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from math import isfinite, nan
+from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.decision import Change, Rule
@@ -243,11 +244,11 @@ def certificates(found: list[Found], aa: list[Found],
     for block in blocks:
         pairs = [f for f in aa if f[0] == block]
         res, metric = worst(index, [f for f in found + aa if f[0] == block])
-        extra = {}
+        extra: dict[str, Any] = {}
         if rule is not None and rule.holm:
             top, first, rounds = headline(index, [f for f in pairs + found if f[0] == block])
             extra = {"rule": rule, "aa_p": aa_cells(pairs), "headline": top,
                      "headline_metric": first, "rounds": rounds}
         out.append(Certificate(block, len(pairs), sum(f[3].clear for f in pairs), res, metric,
-                               (claimed or {}).get(block), **extra))  # type: ignore[arg-type]
+                               (claimed or {}).get(block), **extra))
     return out
