@@ -246,7 +246,7 @@ def test_a_block_that_resolves_nothing_is_never_certified() -> None:
     (cert,) = certification.certificates([], aa)
     assert isinf(cert.headline) and not cert.certified
     assert cert.why == "resolves none at 3 rounds"
-    assert cert.line().startswith("calls: not certified: resolves none at 3 rounds;")
+    assert cert.line() == "calls: not certified: resolves none at 3 rounds"
     (old,) = certification.certificates([], _block(np.random.default_rng(2), 3, 2, V2))
     assert old.certified  # 2.0 as it was: no clear cell (none can be at 3 rounds)
     assert _certificate([0.5] * 4, headline=inf, rounds=3).why == "resolves none at 3 rounds"

@@ -171,7 +171,10 @@ class Certificate:
         if self.holm:
             if self.certified:
                 return f"{self.block}: {self._why_holm()} — {self.resolution_text}"
-            return f"{self.block}: not certified: {self._why_holm()}; {self.resolution_text}"
+            why = self._why_holm()
+            if why.startswith("resolves"):  # the resolution is the reason: said once
+                return f"{self.block}: not certified: {why}"
+            return f"{self.block}: not certified: {why}; {self.resolution_text}"
         if not self.aa_cells:
             return f"{self.block}: not certified: no A/A pair; {self.resolution_text}"
         verdict = "certified" if self.certified else "not certified"

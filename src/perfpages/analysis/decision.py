@@ -105,8 +105,15 @@ class Rule:
             return (f"ranges apart, at least {self.min_rounds} rounds a side")
         name = ("Wilcoxon signed-rank test paired by round" if self.test == "wilcoxon"
                 else "Mann–Whitney U test on the windows")
-        return (f"exact {name}, two-sided α = {self.alpha:g}; change: Hodges–Lehmann median "
+        text = (f"exact {name}, two-sided α = {self.alpha:g}; change: Hodges–Lehmann median "
                 f"shift with its exact {1 - self.alpha:.0%} interval")
+        if self.version == "2.0":
+            return text
+        target = (f", resolving at most {self.target_pct:g} %" if self.target_pct is not None
+                  else "")
+        return (f"{text} (method {self.version}: resolution at {self.power:.0%} power by "
+                f"simulation of the test; a block certified at {self.certify_alpha * 100:g} % "
+                f"by Holm's correction over its A/A cells{target})")
 
 
 VERSIONS = ("2.0", "2.1")
