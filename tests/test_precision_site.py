@@ -65,3 +65,7 @@ def test_the_page_table_and_claim_read_the_2_1_certificate(tmp_path: Path,
     (message,) = failed.value.messages
     assert "expected block callers of r certified at 1 %: no A/A cell clear after Holm" in message
     assert "callers: not certified: resolves none at 5 rounds" in message
+    site, _ = build_site(tmp_path / "header", {"index.md": page}, results, strict=False)
+    # the page's warnings (its header) read the same 2.1 certificate
+    assert "not certified: resolves none at 5 rounds" in (site / "index.html").read_text(
+        encoding="utf-8")

@@ -111,7 +111,7 @@ class Rule:
             return text
         target = (f", resolving at most {self.target_pct:g} %" if self.target_pct is not None
                   else "")
-        return (f"{text} (method {self.version}: resolution at {self.power:.0%} power by "
+        return (f"{text} (method {self.version}: resolution at {self.power * 100:g} % power by "
                 f"simulation of the test; a block certified at {self.certify_alpha * 100:g} % "
                 f"by Holm's correction over its A/A cells{target})")
 
