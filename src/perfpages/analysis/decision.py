@@ -5,7 +5,8 @@ method v2 keep "ranges apart" over at least `min_rounds` rounds a side; method v
 an exact rank test at two-sided α (Wilcoxon signed-rank paired by round, or Mann–Whitney on the
 windows), computed by scipy.stats, and show the change as the Hodges–Lehmann median shift with
 its exact interval, found by inverting the same scipy test. Every comparison also states its
-resolution: the smallest change it would detect with 80 % power at its α.
+resolution: the smallest change it would detect with 80 % power at its α (method 2.0: Noether's
+formula; 2.1: by simulation of the exact test, `ranktest.simulated_resolution`).
 
 Every verdict is decided here, once, on raw values: the unrounded medians, ranges and ratios of
 the rounds. Tables, `bench report`, claims, floors and run pages only display these decisions.
