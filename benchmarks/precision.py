@@ -12,13 +12,16 @@ rounds and cut to its first 10:
   80 % power (common random numbers across shifts);
 - the exact 99 % interval's width over the resolution (2.0 and 2.1);
 - per block with an A/A pair: certified under 2.0 and 2.1, with the Holm-adjusted p;
+- what the independent figure itself is worth: on synthetic paired comparisons with normal
+  noise, where the true 80 %-power shift is known (found with scipy on fresh draws of the
+  distribution), the 2.0, 2.1 and independent figures over it;
 - the false non-certification rate of identical builds, by simulation on each archived A/A
   block: every round's A/A difference takes a random sign, the same for all of the block's cells
   (label swaps, exchangeable when the builds are identical; the cells' correlation is kept), and
   the block fails 2.0 when any cell is clear at α, 2.1 when any stays clear under Holm.
 
-    python benchmarks/precision.py                 # about 5 minutes on a 2-core VM
-    DRAWS=100 SIGNS=100 python benchmarks/precision.py   # a quick look
+    python benchmarks/precision.py                 # about 20 minutes on a 2-core VM
+    DRAWS=40 SIGNS=40 SYNTH=20 python benchmarks/precision.py   # a quick look
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from perfpages.archive.reader import open_run  # noqa: E402
 RESULTS = Path(os.environ.get("RESULTS", ROOT / "results"))
 DRAWS = int(os.environ.get("DRAWS", "300"))  # bootstrap draws per comparison
 SIGNS = int(os.environ.get("SIGNS", "400"))  # sign assignments per A/A block
+SYNTH = int(os.environ.get("SYNTH", "100"))  # synthetic comparisons per round count
 ALPHA, POWER = 0.01, 0.80
 
 
@@ -84,6 +88,42 @@ def independent(x: list[float], y: list[float], paired: bool, seed: int) -> floa
         mid = (low + high) / 2
         low, high = (mid, high) if power(mid) < POWER else (low, mid)
     return (exp(high) - 1) * 100
+
+
+def true_shift(n: int, sd: float, seed: int) -> float:
+    """The shift (percent) scipy's exact signed-rank test detects with 80 % power when the
+    round-by-round log differences are normal with `sd`: bisection on fresh draws."""
+    draws = np.random.default_rng(seed).normal(0, sd, (4000, n))
+
+    def power(shift: float) -> float:
+        return float(np.mean(stats.wilcoxon(draws + shift, method="exact", axis=1).pvalue
+                             < ALPHA))
+    low, high = 0.0, 4 * sd
+    for _ in range(16):
+        mid = (low + high) / 2
+        low, high = (mid, high) if power(mid) < POWER else (low, mid)
+    return (exp(high) - 1) * 100
+
+
+def synthetic() -> dict[int, dict[str, list[float]]]:
+    """Per round count, each figure ÷ the true 80 %-power shift, on synthetic comparisons."""
+    sd = 0.05
+    out: dict[int, dict[str, list[float]]] = {}
+    rng = np.random.default_rng(7)
+    for n in (10, 20):
+        truth = true_shift(n, sd, 100 + n)
+        ratios: dict[str, list[float]] = defaultdict(list)
+        for i in range(SYNTH):
+            base = 100 * np.exp(rng.normal(0, 0.03, n))
+            other = base * np.exp(rng.normal(0, sd, n))
+            x, y = list(base), list(other)
+            ratios["2.0"].append(ranktest.resolution(x, y, paired=True, alpha=ALPHA,
+                                                     power=POWER) / truth)
+            ratios["2.1"].append(ranktest.simulated_resolution(x, y, paired=True, alpha=ALPHA,
+                                                               power=POWER) / truth)
+            ratios["independent"].append(independent(x, y, True, 10_000 + i) / truth)
+        out[n] = ratios
+    return out
 
 
 def cut(c: Change, rounds: int) -> Change:
@@ -179,6 +219,14 @@ def main() -> None:
     print("| rule | rounds | stated ÷ independent |\n|---|---|---|")
     for key in sorted(ratios):
         print(f"| {key[0]} | {key[1]} | {summary(ratios[key])} |")
+    print("\n## What the independent figure is worth: synthetic paired comparisons, normal "
+          "noise\n")
+    print("Each figure ÷ the true 80 %-power shift (known from the distribution), "
+          f"{SYNTH} comparisons per round count:\n")
+    print("| rounds | 2.0 ÷ true | 2.1 ÷ true | independent ÷ true |\n|---|---|---|---|")
+    for n, r in synthetic().items():
+        print(f"| {n} | {summary(r['2.0'])} | {summary(r['2.1'])} | "
+              f"{summary(r['independent'])} |")
     print("\n## Exact 99 % interval width ÷ stated resolution\n")
     print("| rule | rounds | width ÷ resolution |\n|---|---|---|")
     for key in sorted(widths):
