@@ -240,6 +240,15 @@ def test_one_a_a_cell_at_p_0_0094_fails_2_0_but_not_holm_over_twelve() -> None:
     assert lost.to_json()["aa_clear_after_holm"] == ["callers=0 p99"]
 
 
+def test_holm_s_floor_at_10_rounds_is_said() -> None:
+    """At 10 rounds no p-value goes below 2/2^10 ≈ 0.002: over 6 or more cells Holm at 1 %
+    cannot fail, and the certificate says so; over 4 it can."""
+    assert _certificate([0.5] * 6, rounds=10).why == (
+        "certified at 1 % (Holm over 6 A/A cells, none of which could fail at 10 rounds)")
+    assert _certificate([0.5] * 4, rounds=10).why == "certified at 1 % (Holm over 4 A/A cells)"
+    assert not _certificate([0.00195, 0.5, 0.5, 0.5], rounds=10).certified
+
+
 def test_a_block_that_resolves_nothing_is_never_certified() -> None:
     rng = np.random.default_rng(2)
     aa = _block(rng, 3, 2, V21)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from math import isfinite, nan
 from typing import Any
 
-from perfpages.analysis import decision
+from perfpages.analysis import decision, ranktest
 from perfpages.analysis.decision import Change, Rule
 from perfpages.analysis.method import format_p, format_resolution
 
@@ -160,6 +160,12 @@ class Certificate:
         if self.claimed is not None and decision.finer(self.claimed, self.resolution):
             return (f"resolves {format_resolution(self.resolution)}, coarser than the "
                     f"{format_resolution(self.claimed)} claimed")
+        assert self.rule is not None
+        floor = ranktest.min_p(self.rounds, self.rounds, paired=self.rule.test == "wilcoxon")
+        if self.rounds and floor >= self.rule.certify_alpha / len(self.aa_p):
+            # Holm's floor: no p-value at these rounds reaches α ÷ cells, so none could fail
+            return (f"certified at {self.level} (Holm over {self.aa_cells} A/A cells, none of "
+                    f"which could fail at {self.rounds} rounds)")
         return f"certified at {self.level} (Holm over {self.aa_cells} A/A cells)"
 
     def line(self) -> str:
