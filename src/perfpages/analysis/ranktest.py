@@ -170,10 +170,11 @@ SEED = 20261204  # fixed: a comparison states the same resolution at every build
 # (1.4826 × MAD) / sqrt(n). A plain bootstrap understates the spread of a fresh sample (its
 # variance is (n-1)/n of the sample's, and a small sample rarely holds its distribution's
 # tails): the shifts it stated had 65-77 % power at 8-40 rounds. The bandwidths were chosen by
-# simulation (400 normal and Laplace samples each of 8, 10, 20 and 40 rounds): the stated shift
-# then has 81-84 % power (normal) and 76-80 % (Laplace) paired, 78-83 % and 76-79 % unpaired,
-# averaged over samples (tests/test_precision.py). Heavier tails at 8 rounds fall short
-# (Student's t with 3 degrees of freedom: 73-77 %): a small sample rarely shows its extremes.
+# simulation (normal and Laplace samples of 8, 10, 20 and 40 rounds): the stated shift then has
+# 83 % power (normal; 82-84 % by round count) and 78 % (Laplace; 78-79 %) paired, 81 % (79-83 %)
+# and 79 % (76-82 %) unpaired, averaged over samples (tests/test_precision.py). Heavier tails
+# at 8 rounds fall short (Student's t, 3 degrees of freedom: 73-77 %): a small sample rarely
+# shows its extremes.
 BANDWIDTH = {True: 2.2, False: 2.0}  # paired, unpaired
 
 
