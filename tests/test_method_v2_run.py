@@ -39,6 +39,10 @@ def _suite(**kwargs: object) -> Suite:
                  dataset=DataSet("d", rows=1, load=lambda c, r, s: None), **kwargs)  # type: ignore[arg-type]
 
 
+# What an exact suite records now: method 2.1 (its resolution by simulation, Holm's certificate)
+RULE_21 = {"test": "wilcoxon", "alpha": 0.01, "version": "2.1", "certify_alpha": 0.01}
+
+
 # ---- the suite's rule and its design ---------------------------------------------------------
 
 def test_ranges_keeps_the_v1_design_and_records_no_rule() -> None:
@@ -50,10 +54,12 @@ def test_ranges_keeps_the_v1_design_and_records_no_rule() -> None:
 def test_an_exact_rule_brings_the_v2_design_and_explicit_values_win() -> None:
     s = _suite(rule="wilcoxon")
     assert (s.rounds, s.order, s.warmup_s, s.window_s) == (20, "shuffle", 1.0, 2.0)
-    assert s.rule_json == {"test": "wilcoxon", "alpha": 0.01}
-    s = _suite(rule="mann-whitney", alpha=0.05, rounds=7, order="rotate", window_s=4.0)
+    assert s.rule_json == RULE_21
+    s = _suite(rule="mann-whitney", alpha=0.05, rounds=7, order="rotate", window_s=4.0,
+               resolution_target=10)
     assert (s.rounds, s.order, s.warmup_s, s.window_s) == (7, "rotate", 1.0, 4.0)
-    assert s.rule_json == {"test": "mann-whitney", "alpha": 0.05}
+    assert s.rule_json == {"test": "mann-whitney", "alpha": 0.05, "version": "2.1",
+                           "certify_alpha": 0.01, "target_pct": 10.0}
     assert _suite(rule="wilcoxon", order="fixed").order == "fixed"
 
 
@@ -63,6 +69,9 @@ def test_an_exact_rule_brings_the_v2_design_and_explicit_values_win() -> None:
     ({"alpha": 0.0}, "alpha=0.0"),
     ({"rule": "wilcoxon", "order": "random"}, "unknown order 'random'"),
     ({"rounds": 0}, "rounds must be at least 1"),
+    ({"resolution_target": 10}, "resolution_target needs an exact rule"),
+    ({"rule": "wilcoxon", "resolution_target": 0}, "resolution_target=0 is not a percentage"),
+    ({"rule": "wilcoxon", "resolution_target": "10"}, "resolution_target='10'"),
 ])
 def test_bad_rule_settings_are_one_line(kwargs: dict[str, object], needle: str) -> None:
     with pytest.raises(PerfpagesError) as err:
@@ -168,7 +177,7 @@ def busy_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.mark.postgres
 def test_an_exact_run_records_its_rule_and_design(busy_run: Path) -> None:
     m = read_manifest(busy_run)
-    assert m.method.rule == {"test": "wilcoxon", "alpha": 0.01}
+    assert m.method.rule == RULE_21
     assert (m.method.order, m.method.seed, m.method.rounds) == ("shuffle", 8, 3)
     assert "restarted every turn" not in m.method.notes
     assert verify(busy_run) == [] and m.status == "complete"
@@ -245,7 +254,7 @@ def test_nothing_outlives_the_run(busy_run: Path, leftovers: Leftovers,
 def test_replays_keep_the_recorded_rule(busy_run: Path, tmp_path: Path) -> None:
     bench = _bench(tmp_path, rule="ranges")  # the suite changed its rule since
     opts = replay_options(busy_run.parent, busy_run.name, bench, "invoke bench.replay")
-    assert opts.method is not None and opts.method.rule == {"test": "wilcoxon", "alpha": 0.01}
+    assert opts.method is not None and opts.method.rule == RULE_21
     assert opts.method.order == "shuffle" and opts.method.seed == 8
 
 
@@ -287,7 +296,7 @@ def test_an_interrupted_re_measure_is_resumed(tmp_path: Path, thresholds: Callab
                 resume=run_dir.name), quiet())
     r = open_run(run_dir)
     assert r.manifest.status == "complete" and verify(run_dir) == []
-    assert r.manifest.method.rule == {"test": "wilcoxon", "alpha": 0.01}
+    assert r.manifest.method.rule == RULE_21
     again = [(w.round, params_key(w.params), w.window) for w in r.measured if w.attempt == 2]
     assert len(again) == len(set(again)) and {(x[0], x[1]) for x in again} == {
         (w.round, params_key(w.params)) for w in r.measured}

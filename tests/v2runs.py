@@ -24,13 +24,15 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
              rounds: int = 20, aa: bool = True, test: str = "wilcoxon", seed: int = 11,
              aa_shift: float = 0.0, blocks: tuple[str, ...] = ("callers",),
              floors: tuple[float, float] | None = None, again: int = 0,
-             machine: dict[str, object] | None = None) -> str:
+             machine: dict[str, object] | None = None,
+             rule: dict[str, object] | None = None) -> str:
     """A complete method v2 run: labels base, changed (throughput × (1 + shift), p50 ÷ it) and,
     with `aa`, base-again (the base's build; `aa_shift` moves it, to make a noisy A/A pair).
     Each window's level carries its own noise (`noise`, a fraction). `floors`: a pgbench floor
     before and after each block (tps, two one-second windows each). `again`: that many of each
     block's first windows ran on a busy machine and were measured again at the block's end
-    (attempt 2, quiet). `machine`: run.json's, instead of the synthetic one."""
+    (attempt 2, quiet). `machine`: run.json's, instead of the synthetic one. `rule`: run.json's
+    `method.rule`, instead of `test` at α = 1 % (method 2.0)."""
     base = Label("base", Pin("package", requirement="demo==1.0", version="1.0",
                              artifacts={"demo-1.0-py3-none-any.whl": "ab" * 32}))
     labels = {"base": base,
@@ -46,7 +48,7 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
         command="tests/v2runs.py", harness={"version": "synthetic", "commit": None},
         labels=labels,
         method=Method(rounds=rounds, order="shuffle", seed=seed, warmup_s=1, window_s=2,
-                      min_rounds=5, rule={"test": test, "alpha": 0.01}),
+                      min_rounds=5, rule=rule or {"test": test, "alpha": 0.01}),
         machine=machine or MACHINE,
         blocks={b: Block(b, title=b, metrics=("throughput", "p50")) for b in blocks})
     rng = random.Random(seed)

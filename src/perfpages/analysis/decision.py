@@ -5,7 +5,8 @@ method v2 keep "ranges apart" over at least `min_rounds` rounds a side; method v
 an exact rank test at two-sided α (Wilcoxon signed-rank paired by round, or Mann–Whitney on the
 windows), computed by scipy.stats, and show the change as the Hodges–Lehmann median shift with
 its exact interval, found by inverting the same scipy test. Every comparison also states its
-resolution: the smallest change it would detect with 80 % power at its α.
+resolution: the smallest change it would detect with 80 % power at its α (method 2.0: Noether's
+formula; 2.1: by simulation of the exact test, `ranktest.simulated_resolution`).
 
 Every verdict is decided here, once, on raw values: the unrounded medians, ranges and ratios of
 the rounds. Tables, `bench report`, claims, floors and run pages only display these decisions.
@@ -39,12 +40,21 @@ class Rule:
     """How a run's changes are decided. `ranges`: runs archived before method v2 (no
     `method.rule` in run.json): clear when the ranges are apart with `min_rounds` rounds a side.
     `wilcoxon` (paired by round) and `mann-whitney` (the windows unpaired): method v2, clear
-    when the exact two-sided test's p-value is below `alpha`."""
+    when the exact two-sided test's p-value is below `alpha`.
+
+    `version` is the exact rule's revision: "2.0" (runs whose `method.rule` names none: the
+    resolution by Noether's formula, a block certified when no A/A cell is clear at `alpha`)
+    or "2.1" (the resolution by simulation of the exact test, a block certified by Holm's
+    correction over its A/A cells at `certify_alpha`, and resolving `target_pct` when the
+    suite states one)."""
 
     test: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
     alpha: float = 0.01
     min_rounds: int = 5
     power: float = 0.80  # for the resolution
+    version: Literal["2.0", "2.1"] = "2.0"
+    certify_alpha: float = 0.01
+    target_pct: float | None = None  # the resolution the suite aims at (2.1), in percent
 
     def __post_init__(self) -> None:
         if self.test not in TESTS:
@@ -52,21 +62,43 @@ class Rule:
                                 fix=f"use one of: {', '.join(TESTS)}")
         if not 0 < self.alpha < 0.5 or not 0 < self.power < 1:
             raise AnalysisError("a rule's alpha must be in (0, 0.5) and its power in (0, 1)")
+        if self.version not in VERSIONS:
+            raise AnalysisError(f"unknown rule version {self.version!r}",
+                                fix=f"use one of: {', '.join(VERSIONS)}")
+        if not 0 < self.certify_alpha < 0.5:
+            raise AnalysisError("a rule's certify_alpha must be in (0, 0.5)")
+        if self.target_pct is not None and not 0 < self.target_pct < inf:
+            raise AnalysisError(f"a rule's target_pct must be a positive percentage, not "
+                                f"{self.target_pct!r}")
 
     @property
     def exact(self) -> bool:
         return self.test != "ranges"
 
+    @property
+    def holm(self) -> bool:
+        """Method 2.1: a block is certified by Holm's correction over its A/A cells."""
+        return self.exact and self.version != "2.0"
+
     @staticmethod
     def of(method: Method) -> Rule:
-        """The rule a run recorded (`method.rule`); none recorded: ranges apart."""
-        if not method.rule:
+        """The rule a run recorded (`method.rule`); none recorded: ranges apart; no version
+        recorded: 2.0."""
+        rule = method.rule
+        if not rule:
             return Rule(min_rounds=method.min_rounds)
-        return Rule(test=method.rule["test"], alpha=float(method.rule.get("alpha", 0.01)),
-                    min_rounds=method.min_rounds)
+        target = rule.get("target_pct")
+        return Rule(test=rule["test"], alpha=float(rule.get("alpha", 0.01)),
+                    min_rounds=method.min_rounds, version=str(rule.get("version", "2.0")),
+                    certify_alpha=float(rule.get("certify_alpha", 0.01)),
+                    target_pct=float(target) if target is not None else None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"test": self.test, "alpha": self.alpha}
+        if self.version == "2.0":
+            return {"test": self.test, "alpha": self.alpha}
+        return {"test": self.test, "alpha": self.alpha, "version": self.version,
+                "certify_alpha": self.certify_alpha,
+                **({"target_pct": self.target_pct} if self.target_pct is not None else {})}
 
     def text(self) -> str:
         """How a report states the rule."""
@@ -74,13 +106,22 @@ class Rule:
             return (f"ranges apart, at least {self.min_rounds} rounds a side")
         name = ("Wilcoxon signed-rank test paired by round" if self.test == "wilcoxon"
                 else "Mann–Whitney U test on the windows")
-        return (f"exact {name}, two-sided α = {self.alpha:g}; change: Hodges–Lehmann median "
+        text = (f"exact {name}, two-sided α = {self.alpha:g}; change: Hodges–Lehmann median "
                 f"shift with its exact {1 - self.alpha:.0%} interval")
+        if self.version == "2.0":
+            return text
+        target = (f", resolving at most {self.target_pct:g} %" if self.target_pct is not None
+                  else "")
+        return (f"{text} (method {self.version}: resolution at {self.power * 100:g} % power by "
+                f"simulation of the test; a block certified at {self.certify_alpha * 100:g} % "
+                f"by Holm's correction over its A/A cells{target})")
 
 
+VERSIONS = ("2.0", "2.1")
 TESTS = ("ranges", "wilcoxon", "mann-whitney")
 RANGES = Rule()
 V2 = Rule("wilcoxon")  # method v2's default (chosen by benchmarks/bench_method.py)
+V21 = Rule("wilcoxon", version="2.1")  # what a suite records now (`Suite.rule_json`)
 
 
 @dataclass(frozen=True)
@@ -240,9 +281,12 @@ class Change:
         ranges rule states none (nan)."""
         if not self.rule.exact:
             return nan
-        return ranktest.resolution(*_samples(self.base, self.other, self.rule),
-                                   paired=self.rule.test == "wilcoxon", alpha=self.rule.alpha,
-                                   power=self.rule.power)
+        # 2.0: Noether's large-sample formula, kept so those runs' pages never change
+        how = ranktest.resolution if self.rule.version == "2.0" else \
+            ranktest.simulated_resolution
+        return how(*_samples(self.base, self.other, self.rule),
+                   paired=self.rule.test == "wilcoxon", alpha=self.rule.alpha,
+                   power=self.rule.power)
 
     @property
     def verdict(self) -> str:
@@ -387,6 +431,16 @@ def certified(aa_cells: int, aa_clear: int, resolution: float, claimed: float | 
     """A block is certified when it has an A/A pair with no clear cell, and it resolves the
     smallest change its pages claim (`claimed`, in percent; None: no page claims one)."""
     return aa_cells > 0 and aa_clear == 0 and (claimed is None or not finer(claimed, resolution))
+
+
+def certified_at(aa_p: list[float], alpha: float, resolution: float,
+                 target: float | None) -> bool:
+    """Method 2.1: a block is certified when it has A/A cells and none stays clear under
+    Holm's correction over all of them at `alpha` (so identical builds fail at most with chance
+    `alpha`, however many cells and however they depend on each other), it resolves a finite
+    change (`resolution`, in percent), and that is no coarser than `target` (None: none)."""
+    return (bool(aa_p) and not any(holm(aa_p, alpha)) and isfinite(resolution)
+            and (target is None or not finer(target, resolution)))
 
 
 def holm(pvalues: list[float], alpha: float) -> list[bool]:

@@ -157,6 +157,136 @@ def resolution(base: list[float], other: list[float], *, paired: bool, alpha: fl
     return (exp(width) - 1) * 100 if logged else width * 100
 
 
+# Method 2.1: the resolution by simulation. Noether's formula above is a large-sample
+# approximation; at 20 rounds the shift it states was detected with 80 % power only at 1.17
+# times its size (1.31 at 10), measured on this project's archived comparisons. So the shift is
+# found where the exact test itself reaches the power, on samples drawn from the comparison's
+# own residuals: each draw rejects upward exactly when the shift exceeds one number of the draw
+# (an order statistic of its Walsh averages or pairwise differences, see `rejects_above`), and
+# the resolution is the `power` quantile of those numbers — no search over candidate shifts.
+DRAWS = 1000
+SEED = 20261204  # fixed: a comparison states the same resolution at every build
+# A smoothed bootstrap: each resampled residual gets normal noise of BANDWIDTH × its robust sd
+# (1.4826 × MAD) / sqrt(n). A plain bootstrap understates the spread of a fresh sample (its
+# variance is (n-1)/n of the sample's, and a small sample rarely holds its distribution's
+# tails): the shifts it stated had 65-77 % power at 8-40 rounds. The bandwidths were chosen by
+# simulation (normal and Laplace samples of 8, 10, 20 and 40 rounds): the stated shift then has
+# 83 % power (normal; 82-84 % by round count) and 78 % (Laplace; 78-79 %) paired, 81 % (79-83 %)
+# and 79 % (76-82 %) unpaired, averaged over samples (tests/test_precision.py). Heavier tails
+# at 8 rounds fall short (Student's t, 3 degrees of freedom: 73-77 %): a small sample rarely
+# shows its extremes.
+BANDWIDTH = {True: 2.2, False: 2.0}  # paired, unpaired
+
+
+@functools.lru_cache(maxsize=256)
+def _signed_rank_null(n: int) -> Any:
+    """P(W+ = w), w = 0 … n(n+1)/2: the exact null distribution of Wilcoxon's signed-rank
+    statistic (every sign assignment equally likely)."""
+    import numpy as np
+
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1
+    for k in range(1, n + 1):  # rank k positive or not
+        counts[k:] = counts[k:] + counts[:-k].copy()
+    return counts / counts.sum()
+
+
+@functools.lru_cache(maxsize=256)
+def _rank_sum_null(n: int, m: int) -> Any:
+    """P(U = u), u = 0 … n·m: the exact null distribution of the Mann–Whitney statistic (the
+    pairs with the second sample's value above the first's), every choice of ranks equally
+    likely."""
+    import numpy as np
+
+    size = n + m
+    # ways[k, s]: choices of k of the positions seen so far whose positions (from 0) sum to s
+    ways = np.zeros((m + 1, m * (size - 1) + 1))
+    ways[0, 0] = 1
+    for pos in range(size):
+        ways[1:, pos:] = ways[1:, pos:] + ways[:-1, :ways.shape[1] - pos].copy()
+    low = m * (m - 1) // 2  # the least sum of m positions: U = sum − that
+    counts = ways[m, low:low + n * m + 1]
+    return counts / counts.sum()
+
+
+def critical(n: int, m: int, *, paired: bool, alpha: float) -> int | None:
+    """The least statistic (W+ paired over n pairs; U of the second sample over the first,
+    unpaired) whose exact two-sided p-value, as scipy computes it, is below α: the test rejects
+    upward at or above it (and downward at or below its mirror); None where no value can."""
+    import numpy as np
+
+    null = _signed_rank_null(n) if paired else _rank_sum_null(n, m)
+    above = np.cumsum(null[::-1])[::-1]  # P(S >= s)
+    ok = np.flatnonzero(np.minimum(2 * above, 1.0) < alpha)
+    return int(ok[0]) if len(ok) else None
+
+
+def rejects_above(draws: Any, other: Any | None, c: int) -> Any:
+    """Per draw, the number q such that the test rejects upward exactly when the shift added
+    exceeds −q: W+ (or U) counts the Walsh averages (or pairwise differences) above −shift, so
+    it reaches c exactly when the c-th largest of them does."""
+    import numpy as np
+
+    if other is None:
+        i, j = np.triu_indices(draws.shape[1])
+        stat = (draws[:, i] + draws[:, j]) / 2  # Walsh averages
+    else:
+        stat = (other[:, None, :] - draws[:, :, None]).reshape(len(draws), -1)
+    k = stat.shape[1] - c
+    return np.partition(stat, k, axis=1)[:, k]
+
+
+def _resample(residuals: Any, size: int, rng: Any, bandwidth: float) -> Any:
+    import numpy as np
+
+    drawn = residuals[rng.integers(0, len(residuals), size=(DRAWS, size))]
+    spread = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+    if not spread:  # over half the residuals tied: their standard deviation
+        spread = float(np.std(residuals))
+    return drawn + bandwidth * spread / sqrt(size) * rng.standard_normal((DRAWS, size))
+
+
+def simulated_resolution(base: list[float], other: list[float], *, paired: bool, alpha: float,
+                         power: float) -> float:
+    """The smallest shift, in percent, that the exact test (Wilcoxon signed-rank paired, or
+    Mann–Whitney) detects with `power` at two-sided `alpha`, at these sizes, on samples drawn
+    from the comparison's own residuals (paired: the round-by-round log differences about
+    their median, taken with either sign, as the signed-rank test's null reads them; unpaired:
+    each side's log values about its median), smoothed (`BANDWIDTH`), with `DRAWS` draws from a
+    fixed seed; inf where the sizes cannot reach α."""
+    return _simulated(tuple(base), tuple(other), paired, alpha, power)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _simulated(base: tuple[float, ...], other: tuple[float, ...], paired: bool, alpha: float,
+               power: float) -> float:
+    import numpy as np
+
+    n, m = len(base), len(other)
+    if min(n, m) == 0 or (paired and n != m):
+        return inf
+    c = critical(n, m, paired=paired, alpha=alpha)
+    if c is None:
+        return inf
+    x, y, logged = _scaled(list(base), list(other))
+    if not logged:  # relative to the base's median, as the shift is shown
+        mid = float(np.median(x))
+        if not mid:
+            spread = np.ptp(y - x) if paired else np.ptp(x) + np.ptp(y)
+            return 0.0 if spread == 0 else inf
+        x, y = x / abs(mid), y / abs(mid)
+    rng = np.random.default_rng(SEED)
+    if paired:
+        d = y - x
+        e = d - np.median(d)
+        q = rejects_above(_resample(np.concatenate([e, -e]), n, rng, BANDWIDTH[True]), None, c)
+    else:
+        q = rejects_above(_resample(x - np.median(x), n, rng, BANDWIDTH[False]),
+                          _resample(y - np.median(y), m, rng, BANDWIDTH[False]), c)
+    width = max(float(np.quantile(-q, power)), 0.0)
+    return (exp(width) - 1) * 100 if logged else width * 100
+
+
 def holm(pvalues: list[float], alpha: float) -> list[bool]:
     """Holm's step-down correction over a family: which p-values stay below α."""
     order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])

@@ -3,8 +3,9 @@
 Per run: blocks whose preflight found the machine busy, windows the machine was busy during
 (method v2 measures them again: `archive.frame.counted`), blocks whose pgbench floor (the
 machine's check) drifted beyond the run's threshold, and blocks that are not certified (no A/A
-pair, or clear A/A cells; a run decided by the v1 ranges rule certifies none). A page's warning
-box and the runs index display these items; neither decides anything of its own.
+pair, or clear A/A cells — method 2.1: clear after Holm, or a resolution that is infinite or
+coarser than the suite's target; a run decided by the v1 ranges rule certifies none). A page's
+warning box and the runs index display these items; neither decides anything of its own.
 Without pandas: the site uses it.
 """
 
@@ -69,11 +70,14 @@ class Floor:
 
 @dataclass(frozen=True)
 class Pair:
-    """A block's A/A cells and how many are clear (cells 0: the block ran no A/A pair)."""
+    """A block's A/A cells and how many are clear (cells 0: the block ran no A/A pair); under
+    method 2.1 the block's certificate from those cells (Holm over their p-values, the
+    resolution of its first metric), which decides instead."""
 
     block: str
     cells: int
     clear: int
+    certificate: Certificate | None = None
 
 
 def _windows(w: Windows) -> str:
@@ -109,7 +113,7 @@ def decide(*, exact: bool, blocks: Iterable[str], preflights: Iterable[dict[str,
                 Item(UNCERTIFIED, None, "no A/A pair: no block is certified")]
     for block in blocks:
         p = by_block.get(block, Pair(block, 0, 0))
-        c = Certificate(block, p.cells, p.clear, nan, "")
+        c = p.certificate or Certificate(block, p.cells, p.clear, nan, "")
         if not c.certified:
             out.append(Item(UNCERTIFIED, block, f"not certified: {c.why}"))
     return _in_order(out, blocks)

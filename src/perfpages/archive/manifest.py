@@ -119,7 +119,8 @@ class Method:
     # CPUs each part ran on ("subject", "postgres", "load"); a part not named ran anywhere
     placement: dict[str, list[int]] = field(default_factory=dict)
     # Method v2: the exact rank test deciding changes, {"test": "wilcoxon"|"mann-whitney",
-    # "alpha": 0.01} (perfpages.analysis.decision.Rule); None: ranges apart (runs before v2)
+    # "alpha": 0.01, "version": "2.1", "certify_alpha": 0.01[, "target_pct": 10]}
+    # (perfpages.analysis.decision.Rule; no version: 2.0); None: ranges apart (runs before v2)
     rule: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

@@ -276,6 +276,8 @@ class Suite:
     placement: Placement = field(default_factory=Placement)
     rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
     alpha: float = 0.01
+    # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10
+    resolution_target: float | None = None
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -284,6 +286,18 @@ class Suite:
         if not 0 < self.alpha < 0.5:
             raise PerfpagesError(f"alpha={self.alpha!r} is not between 0 and 0.5", key="alpha",
                                  fix="use a two-sided level such as 0.01")
+        if self.resolution_target is not None:
+            if self.rule == "ranges":
+                raise PerfpagesError("resolution_target needs an exact rule: the ranges rule "
+                                     "states no resolution", key="resolution_target",
+                                     fix='pass rule="wilcoxon", or drop resolution_target')
+            target = self.resolution_target
+            if (isinstance(target, bool) or not isinstance(target, int | float)
+                    or not 0 < target < 1000):
+                raise PerfpagesError(f"resolution_target={target!r} is not a percentage "
+                                     "between 0 and 1000", key="resolution_target",
+                                     fix="give the change in percent a block must resolve, "
+                                         "e.g. resolution_target=10")
         design = DESIGNS["ranges" if self.rule == "ranges" else "exact"]
         for name, value in design.items():
             if getattr(self, name) is None:  # frozen: set once, here
@@ -308,8 +322,14 @@ class Suite:
 
     @property
     def rule_json(self) -> dict[str, Any] | None:
-        """`method.rule` of the run.json this suite makes: None for ranges (method v1)."""
-        return None if self.rule == "ranges" else {"test": self.rule, "alpha": self.alpha}
+        """`method.rule` of the run.json this suite makes: None for ranges (method v1); an
+        exact rule at method 2.1 (its resolution by simulation, blocks certified by Holm over
+        their A/A cells at 1 %, and resolving `resolution_target` where given)."""
+        if self.rule == "ranges":
+            return None
+        return {"test": self.rule, "alpha": self.alpha, "version": "2.1", "certify_alpha": 0.01,
+                **({"target_pct": float(self.resolution_target)}
+                   if self.resolution_target is not None else {})}
 
     def select(self, labels: list[str] | None, blocks: list[str] | None) -> Suite:
         """The same suite restricted to some labels and blocks (unknown names: one line)."""

@@ -11,7 +11,9 @@ it. The rules are `perfpages.analysis.decision`'s (`expected_false`, `holm`, `ce
   verdict a claim needs clear (faster, slower, best with clear=True); a claim holds only if each
   of its verdicts stays clear under Holm's step-down correction at the runs' α.
 - **Certification** of a pinned run's block: its A/A pair has no clear cell, and it resolves
-  the smallest change the page claims on it (`analysis.certification`).
+  the smallest change the page claims on it (`analysis.certification`); method 2.1: no A/A
+  cell clear after Holm's correction at the rule's `certify_alpha`, and a finite resolution of
+  the block's first metric within the suite's target.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def holm(claims: list[Claim], where: str) -> list[Claim]:
     lost: dict[int, list[float]] = {}
     for (i, j), kept in zip(family, keep, strict=True):
         if not kept and j.change.clear:
-            lost.setdefault(i, []).append(j.change.p)  # type: ignore[arg-type]
+            lost.setdefault(i, []).append(j.change.p)
     out = list(claims)
     for i, ps in lost.items():
         cond = claims[i].condition
@@ -132,11 +134,18 @@ def certificates(pins: Pins, claims: list[Claim], run: str | None = None,
             # Without claims there: what the page's other comparisons on it resolve, at worst
             shown = [(b, str(key[2]), "", c) for key, c in pins.judged.items()
                      if key[:2] == (alias, b)]
-            res, metric = _worst(mine) if mine else certification.worst(
-                certification.aa_index(aa), aa + shown)
+            index = certification.aa_index(aa)
+            res, metric = _worst(mine) if mine else certification.worst(index, aa + shown)
             steps = [j.step for j in mine if j.step is not None]
+            rule = pins.rule(alias)
+            extra: dict[str, Any] = {}
+            if rule.holm:  # 2.1: Holm over the A/A cells; the block's first metric resolves
+                top, first, rounds = certification.headline(index, aa + shown)
+                extra = {"rule": rule, "aa_p": certification.aa_cells(aa), "headline": top,
+                         "headline_metric": first, "rounds": rounds}
             out.append((alias, Certificate(b, len(aa), sum(f[3].clear for f in aa), res, metric,
-                                           min(steps) if steps else None)))
+                                           min(steps) if steps else None,
+                                           **extra)))
     return out
 
 
@@ -178,8 +187,11 @@ def certified(pins: Pins, block: str, run: str | None) -> Condition:
         holds = c.certified and pins.rule(alias).exact
         claimed = (f"; smallest change claimed {format_resolution(c.claimed)}"
                    if c.claimed is not None else "")
-        return Condition(holds, f"block {block} of {alias} certified: its A/A pair never "
-                                "clear, and resolving the smallest change the page claims on it",
+        what = (f"certified at {c.level}: no A/A cell clear after Holm's correction, and "
+                "resolving a finite change within the suite's target and the smallest change "
+                "the page claims on it" if c.holm else "certified: its A/A pair never clear, "
+                "and resolving the smallest change the page claims on it")
+        return Condition(holds, f"block {block} of {alias} {what}",
                          f"{c.line()}{claimed}" if pins.rule(alias).exact else
                          f"{block}: a run archived before method v2 states no resolution")
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from perfpages.analysis import warnings
+from perfpages.analysis import certification, warnings
 from perfpages.analysis.decision import Rule
 from perfpages.analysis.method import machine_text
 from perfpages.analysis.warnings import Floor, Item, Pair, Windows
@@ -64,6 +65,9 @@ def _pairs(loaded: Loaded) -> list[Pair]:
     for block, _, _, change in found:
         p = out.get(block, Pair(block, 0, 0))
         out[block] = Pair(block, p.cells + 1, p.clear + change.clear)
+    if Rule.of(loaded.manifest.method).holm:  # 2.1: Holm over the cells, and a resolution
+        certs = {c.block: c for c in certification.certificates([], found)}
+        return [replace(p, certificate=certs[p.block]) for p in out.values()]
     return list(out.values())
 
 
