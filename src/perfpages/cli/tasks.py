@@ -231,6 +231,8 @@ def init(c: Context, suites: str = "benchmarks") -> None:
         written = scaffold.init(Path.cwd(), suites)
         for path in written:
             out.print(f"wrote {path}", highlight=False, markup=False)
+        if scaffold.WORKFLOW in written and (note := scaffold.written_note(Path.cwd())):
+            out.print(f"note: {note}", highlight=False, markup=False)
         out.print("next: perfpages bench.run --suite example --quick, then pin the run in "
                   "docs/performance/example/v1.md (the guide: perfpages guide adopt)",
                   highlight=False)
