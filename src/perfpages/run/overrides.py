@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 
 from perfpages.errors import PerfpagesError
+from perfpages.run import profile
 from perfpages.run.builds import REQUIREMENT
 from perfpages.run.suite import LabelSpec, Suite
 
@@ -86,7 +87,10 @@ def twins(suite: Suite, named: set[str]) -> dict[str, str]:
 
 def override(suite: Suite, refs: dict[str, str], pins: dict[str, str]) -> Suite:
     """The suite with `--pin` and `--ref` applied to its (selected) labels; a label's A/A twin
-    given no flag of its own gets its label's."""
+    given no flag of its own gets its label's. The runner calls this first for every new run,
+    so what the suite needs that no build provides is refused here, before anything starts:
+    flame graphs without py-spy."""
+    profile.check(suite)
     known = [x.name for x in suite.labels]
     for flag, given in (("--pin", pins), ("--ref", refs)):
         for name in given:
