@@ -109,6 +109,14 @@ def test_list_through_a_pipe_keeps_labels_whole() -> None:
     proc = cli("bench.list")
     assert proc.returncode == 0, proc.stderr
     assert "…" not in proc.stdout and "0.43.0+cache" in proc.stdout
+    # a run a line, no word broken: the id, date, suite, scope and status whole, in order
+    lines = [line.split() for line in proc.stdout.splitlines()[1:] if line.strip()
+             and not line.strip().startswith("replay of")]
+    ids = sorted(p.name for p in RESULTS.iterdir() if (p / "run.json").is_file())
+    assert sorted(fields[0] for fields in lines) == ids
+    for fields in lines:
+        assert fields[0].startswith(fields[1]) and len(fields[1]) == 10
+        assert fields[4] in ("complete", "partial", "failed", "running"), fields
 
 
 def test_demo_changes_at_80_columns_keep_their_rows() -> None:

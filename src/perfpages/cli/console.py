@@ -98,8 +98,18 @@ def list_runs(results_dir: Path, console: Console) -> int:
         rows.append([shown, m.started[:10], m.suite, m.scope, status_text(path, m),
                      ", ".join(m.labels)])
         table.add_row(*[_escape(c) for c in rows[-1]])
-    fit(table, columns, rows, {0, 5}, console)
-    console.print(table)
+    # A width given (a terminal's, COLUMNS, Console(width=…)) is kept; none: the table's own
+    if console.is_terminal or getattr(console, "_width", None) is not None:
+        fit(table, columns, rows, {0, 5}, console)
+        console.print(table)
+    else:  # piped (grep, awk, a file): a run a line, whole words, at the table's own width
+        width = console.width
+        console.width = Measurement.get(console, console.options.update_width(1 << 20),
+                                        table).maximum
+        try:
+            console.print(table)
+        finally:
+            console.width = width
     return 1 if bad else 0
 
 
