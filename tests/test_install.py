@@ -128,6 +128,11 @@ def test_a_wheel_install_gets_a_placeholder_named_in_one_line(
     ({"url": "file:///nowhere/perfpages", "dir_info": {}}, None),
     ({"url": "file:///nowhere/perfpages", "vcs_info": {"vcs": "git", "commit_id": "c" * 40}},
      None),
+    ({"url": "https://bob:t0ken@example.org/perfpages.git",  # never a token in the workflow
+      "vcs_info": {"vcs": "git", "commit_id": "d" * 40}},
+     f"perfpages[docs] @ git+https://example.org/perfpages.git@{'d' * 40}"),
+    ({"url": 'https://example.org/$(touch x)"', "vcs_info": {"vcs": "git", "commit_id": "e" * 40}},
+     None),  # nothing the shell or YAML would read as code
 ])
 def test_where_ci_installs_from(origin: dict[str, object] | None,
                                 requirement: str | None) -> None:

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from perfpages import __version__
+from perfpages.archive.manifest import without_credentials
 from perfpages.archive.writer import write_text_atomic
 from perfpages.cli import pyproject
 from perfpages.errors import PerfpagesError
@@ -74,6 +75,18 @@ def _local(url: str) -> Path | None:
     return Path(url2pathname(parts.path)) if parts.scheme == "file" else None
 
 
+# A URL the workflow can hold as it is: inside a shell's double quotes and a YAML plain scalar
+# (no quote, $, backtick, space or parenthesis), so nothing in it is read as code.
+SAFE_URL = re.compile(r"[\w.~:/?#@!&+,;=%-]+")
+
+
+def _reachable(url: str) -> str | None:
+    """`url` without its credentials (a token in a remote's URL never reaches the workflow),
+    if CI can fetch it and the workflow can hold it; else None."""
+    url = without_credentials(url)
+    return url if SAFE_URL.fullmatch(url) and not _local(url) and "://" in url else None
+
+
 def _pushed(checkout: Path, commit: str) -> str | None:
     """The URL of a remote (not on this machine) whose fetched branches hold `commit`."""
     def git(*args: str) -> str:
@@ -84,11 +97,10 @@ def _pushed(checkout: Path, commit: str) -> str | None:
     for ref in git("for-each-ref", "--contains", commit, "--format=%(refname)",
                    "refs/remotes").split():
         url = git("remote", "get-url", ref.split("/")[2])
-        if "://" in url and not _local(url):
-            return url
         scp = re.fullmatch(r"(?:[\w.-]+@)?([\w.-]+):(?!/)(.+)", url)  # git@host:owner/repo
-        if scp:
-            return f"https://{scp[1]}/{scp[2]}"
+        found = _reachable(f"https://{scp[1]}/{scp[2]}" if scp and "://" not in url else url)
+        if found:
+            return found
     return None
 
 
@@ -104,21 +116,24 @@ def source(origin: dict[str, Any] | None, version: str = __version__) -> Source:
     commit = str(vcs.get("commit_id", ""))
     if vcs.get("vcs") == "git" and re.fullmatch(r"[0-9a-f]{40}", commit):
         if local is None:
-            return Source(f"perfpages[docs] @ git+{url}@{commit}", f"git {url} at {commit}")
+            found = _reachable(url)
+            return Source(found and f"perfpages[docs] @ git+{found}@{commit}",
+                          f"git {without_credentials(url)} at {commit}")
         remote = _pushed(local, commit)
         return Source(remote and f"perfpages[docs] @ git+{remote}@{commit}",
                       f"the local git repository {local} at {commit}")
     if "archive_info" in origin:
-        sha = (origin["archive_info"].get("hashes") or {}).get("sha256")
-        if local is None and sha:
-            return Source(f"perfpages[docs] @ {url}#sha256={sha}", f"the archive {url}")
-        return Source(None, f"the file {local or url}")
+        sha = str((origin["archive_info"].get("hashes") or {}).get("sha256", ""))
+        found = _reachable(url)
+        if found and re.fullmatch(r"[0-9a-f]{64}", sha):
+            return Source(f"perfpages[docs] @ {found}#sha256={sha}", f"the archive {found}")
+        return Source(None, f"the file {local or without_credentials(url)}")
     if local is not None:  # a directory: its commit, if a remote has it
         head = machine.repository(local).get("commit") if local.is_dir() else None
         remote = head and _pushed(local, head)
         return Source(remote and f"perfpages[docs] @ git+{remote}@{head}",
                       f"the directory {local}")
-    return Source(None, f"{url or 'an unknown source'}")
+    return Source(None, f"{without_credentials(url) or 'an unknown source'}")
 
 
 def installed_source() -> Source:
