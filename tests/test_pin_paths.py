@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from perfpages.archive.manifest import Pin
+from perfpages.run import builds
 from perfpages.run.builds import as_recorded, pinned_repository, same_repository
 from perfpages.run.suite import LabelSpec
 from test_runner import BENCHMARKS, ROOT  # beside this file
@@ -43,6 +44,7 @@ def test_a_checkout_is_recorded_by_its_remote_or_relative_path(tmp_path: Path,
     inner = repo(outer / "vendor" / "lib")
     monkeypatch.chdir(outer)
     assert pinned_repository(".") == "."
+    assert builds._remote(".") == "adopter"  # shown by its name, never "." or a path
     assert pinned_repository(str(inner)) == "vendor/lib"
     assert pinned_repository(str(mirror)) == "mirrored"  # outside: its directory's name
     assert pinned_repository("https://u:p@example.org/x.git") == "https://example.org/x.git"

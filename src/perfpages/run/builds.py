@@ -219,16 +219,14 @@ def _rev_parse(mirror: Path, ref: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _remote(repository: str) -> str:
+def _remote(git: str) -> str:
     """How a git pin's repository is shown: a local checkout by its `origin` URL (else by its
-    directory's name), a URL without credentials: never a local path."""
-    if not is_local(repository):
-        return shown_repository(repository)
-    path = urlsplit(repository).path if "://" in repository else repository  # file://
-    done = subprocess.run(["git", "-C", path, "remote", "get-url", "origin"],
-                          capture_output=True, text=True)
-    origin = done.stdout.strip() if done.returncode == 0 else ""
-    return shown_repository(origin or repository)
+    directory's name, `.` resolved), a URL without credentials: never a local path."""
+    local = _checkout_of(git)
+    if local is None:
+        return shown_repository(git)
+    origin = _git_out(local, "remote", "get-url", "origin")
+    return shown_repository(origin or str(local))
 
 
 def _checkout_of(git: str) -> Path | None:
@@ -276,7 +274,7 @@ def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     commit, mirror = resolve_commit(spec.git, ref, spec.name)
     repository = pinned_repository(spec.git)
     pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
-              subdirectory=spec.subdirectory, remote=_remote(repository))
+              subdirectory=spec.subdirectory, remote=_remote(spec.git))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
                                          "subdirectory": spec.subdirectory})
     with _locked(venv):
