@@ -137,12 +137,23 @@ def source(origin: dict[str, Any] | None, version: str = __version__) -> Source:
 
 
 def installed_source() -> Source:
+    """`source` of the distribution that is the code running (not another perfpages earlier
+    on the path, nor a source tree's metadata that no installer wrote)."""
+    unknown = Source(None, "a source tree that no installer recorded")
     try:
         dist = metadata.distribution("perfpages")
         origin = json.loads(dist.read_text("direct_url.json") or "null")
     except (metadata.PackageNotFoundError, ValueError):
-        return Source(None, "no installed distribution (perfpages runs from its source tree)")
-    return source(origin if isinstance(origin, dict) else None, dist.version)
+        return unknown
+    running = Path(__file__).resolve().parent.parent
+    there = Path(str(dist.locate_file("perfpages"))).resolve()
+    if not isinstance(origin, dict):  # from an index: pip writes INSTALLER, no direct_url.json
+        return source(None, dist.version) if dist.read_text("INSTALLER") and there == running \
+            else unknown
+    local = _local(str(origin.get("url", "")))  # an editable install runs its source
+    if there != running and not (local and running.is_relative_to(local.resolve())):
+        return unknown
+    return source(origin, dist.version)
 
 
 def install_command(pyproject_text: str, found: Source | None = None) -> str:
