@@ -70,6 +70,9 @@ def test_an_http_block_is_calibrated_with_the_label_asked_for(tmp_path: Path) ->
     (["--suite", "tiny", "--block", "lookup", "--minutes", "0"], "--minutes: --minutes 0 is"),
     (["--suite", "tiny", "--block", "lookup", "--minutes", "-2"], "--minutes: --minutes -2 is"),
     (["--suite", "tiny", "--block", "lookup", "--minutes", "soon"], "--minutes: --minutes soon"),
+    *((["--suite", "tiny", "--block", "lookup", "--minutes", m],
+       f"--minutes: --minutes {m} is not a number of minutes above 0 and at most 1440 (a day)")
+      for m in ("1e9", "1e300", "nan", "inf", "1441")),
     (["--suite", "tiny"], "--block: no block to calibrate"),
     (["--suite", "tiny", "--block", "lookup", "--format", "xml"], "--format: unknown format"),
     (["--run", "nosuch"], "no run"),
@@ -97,3 +100,20 @@ def test_a_run_that_is_not_a_calibration_is_one_line(tmp_path: Path) -> None:
     shown = perfpages("bench.calibrate", "--run", "calibrate", "--results", str(tmp_path))
     assert shown.returncode == 0, shown.stderr
     assert all(name in shown.stdout for name in DESIGN_NAMES)
+
+
+def test_a_busy_calibration_says_so_and_how_long_each_design_needs(tmp_path: Path) -> None:
+    run = write_calibration(tmp_path, rounds=12, busy=0.5)
+    shown = perfpages("bench.calibrate", "--run", run.id, "--results", str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(perfpages("bench.calibrate", "--run", run.id, "--format", "json",
+                                "--results", str(tmp_path)).stdout)
+    busy, windows = data["busy_windows"], data["windows"]
+    turns = data["remeasured_turns"]
+    assert busy == turns * TURN_S and windows == (24 + turns) * TURN_S
+    assert f"Busy: {busy} of {windows} windows were measured while the machine was busy; " \
+        f"{turns} turns were measured again" in " ".join(shown.stdout.split())
+    minutes = [d["calibrate_minutes"] for d in data["designs"]]
+    assert minutes == sorted(minutes) and minutes[0] > 0
+    for m in minutes:
+        assert f"≥ {m:.1f} min" in shown.stdout

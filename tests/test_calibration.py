@@ -26,9 +26,11 @@ OVERHEAD_S = 3  # between turns: the synthetic clock's start-up and warm-up
 
 def write_calibration(results: Path, rounds: int, *, level: float = 0.15,
                       second: float = 0.05, shift: float = 0.0, seed: int = 3,
-                      run_id: str = "2026-11-01-synthetic-calibrate") -> Run:
+                      run_id: str = "2026-11-01-synthetic-calibrate", busy: float = 0.0) -> Run:
     """A calibration run of one cell: each turn's level is drawn anew (sd `level`, log scale),
-    each second around it (sd `second`); the twin is `shift` faster (0: an A/A pair)."""
+    each second around it (sd `second`); the twin is `shift` faster (0: an A/A pair). A
+    fraction `busy` of the turns is measured on a busy machine (its seconds swing by ±40 %) and
+    measured again, quietly, at the end of the block (attempt 2), as the runner does."""
     rng = random.Random(seed)
     pin = Pin("package", requirement="demo==1.0", version="1.0")
     labels = {"a": Label("a", pin), "a-aa": Label("a-aa", pin, description="a again")}
@@ -39,23 +41,35 @@ def write_calibration(results: Path, rounds: int, *, level: float = 0.15,
         method=Method(rounds=rounds, order="shuffle", seed=seed, warmup_s=1, window_s=1),
         machine=MACHINE, blocks={"calls": Block("calls", metrics=("throughput", "p50"))})
     clock = START
+
+    def turn(writer: ArchiveWriter, rnd: int, label: str, attempt: int, swing: float) -> None:
+        nonlocal clock
+        clock += timedelta(seconds=OVERHEAD_S)
+        level_ = rng.gauss(0, level) + (math.log1p(shift) if label == "a-aa" else 0.0)
+        for index in range(TURN_S):
+            sign = 1 if index % 2 else -1
+            rate = 1000 * math.exp(level_ + rng.gauss(0, second) + sign * swing)
+            requests = int(rate)
+            lat = Latency()
+            lat.record_ms(4000 / rate, requests)  # 4 callers: latency mirrors the rate
+            writer.append(Window("calls", label, rnd, {"callers": 4}, clock.isoformat() + "Z",
+                                 1.0, window=index, requests=requests, codes={"200": requests},
+                                 latency=lat, attempt=attempt,
+                                 machine={"others_pct": 300.0 if swing else 2.0}))
+            clock += timedelta(seconds=1)
+
+    again = []
     with ArchiveWriter.create(results, manifest) as writer:
         for rnd in range(1, rounds + 1):
             order = ["a", "a-aa"]
             rng.shuffle(order)
             for label in order:
-                clock += timedelta(seconds=OVERHEAD_S)
-                turn = rng.gauss(0, level) + (math.log1p(shift) if label == "a-aa" else 0.0)
-                for index in range(TURN_S):
-                    rate = 1000 * math.exp(turn + rng.gauss(0, second))
-                    requests = int(rate)
-                    lat = Latency()
-                    lat.record_ms(4000 / rate, requests)  # 4 callers: latency mirrors the rate
-                    writer.append(Window("calls", label, rnd, {"callers": 4},
-                                         clock.isoformat() + "Z", 1.0, window=index,
-                                         requests=requests, codes={"200": requests},
-                                         latency=lat))
-                    clock += timedelta(seconds=1)
+                swing = 0.4 if rng.random() < busy else 0.0
+                turn(writer, rnd, label, 1, swing)
+                if swing:
+                    again.append((rnd, label))
+        for rnd, label in again:
+            turn(writer, rnd, label, 2, 0.0)
         writer.finish("complete", ended=clock.isoformat() + "Z")
     return open_run(results / run_id)
 
@@ -133,3 +147,21 @@ def test_a_run_that_is_not_a_calibration_is_refused(tmp_path: Path) -> None:
     run = generate(tmp_path)
     with pytest.raises(ArchiveError, match="is not a calibration run"):
         check(run.manifest)
+
+
+def test_a_busy_turn_counts_its_re_measure_alone(tmp_path: Path) -> None:
+    """A turn measured again (the machine was busy) is read from its re-measure alone: the noise
+    is the quiet seconds' (5 %), not the two attempts interleaved, and the busy windows and
+    re-measured turns are counted."""
+    quiet = calibrate(write_calibration(tmp_path / "quiet", rounds=12))
+    busy = calibrate(write_calibration(tmp_path / "busy", rounds=12, busy=0.5))
+    assert 6 <= busy.remeasured <= 18 and busy.busy == busy.remeasured * TURN_S
+    assert busy.windows == (12 * 2 + busy.remeasured) * TURN_S
+    assert (quiet.busy, quiet.remeasured, quiet.windows) == (0, 0, 12 * 2 * TURN_S)
+    for n in busy.noise:
+        assert 0.03 < n.second < 0.08, n  # interleaved with the busy attempt: ~0.4
+    # the least time to measure a design's rounds: this run's time per round, re-measures in
+    assert busy.designs[0].calibrate_s > quiet.designs[0].calibrate_s
+    per_round = 2 * (OVERHEAD_S + TURN_S)
+    for d in quiet.designs:
+        assert d.calibrate_s == pytest.approx(d.rounds * per_round, rel=0.02)

@@ -109,6 +109,14 @@ def test_list_through_a_pipe_keeps_labels_whole() -> None:
     proc = cli("bench.list")
     assert proc.returncode == 0, proc.stderr
     assert "…" not in proc.stdout and "0.43.0+cache" in proc.stdout
+    # a run a line, no word broken: the id, date, suite, scope and status whole, in order
+    lines = [line.split() for line in proc.stdout.splitlines()[1:] if line.strip()
+             and not line.strip().startswith("replay of")]
+    ids = sorted(p.name for p in RESULTS.iterdir() if (p / "run.json").is_file())
+    assert sorted(fields[0] for fields in lines) == ids
+    for fields in lines:
+        assert fields[0].startswith(fields[1]) and len(fields[1]) == 10
+        assert fields[4] in ("complete", "partial", "failed", "running"), fields
 
 
 def test_demo_changes_at_80_columns_keep_their_rows() -> None:
@@ -177,3 +185,33 @@ def test_commands_are_named_as_the_user_called_them() -> None:
     missing = perfpages("bench.report", "--run", "no-such-run")
     assert missing.returncode == 1 and "`perfpages bench.list`" in missing.stderr, missing.stderr
     assert "`invoke bench.list`" in cli("bench.report", "--run", "no-such-run").stderr
+
+
+def test_fail_on_loss_with_a_minimum_effect(tmp_path: Path) -> None:
+    """--min-effect PCT: a clear loss smaller than PCT is noted and does not fail; a larger one
+    fails as before; a bad value, or one without --fail-on loss, is one line."""
+    generate(tmp_path, Spec(run_id="2026-11-09-synthetic-slower",
+                            labels={"base": 1.0, "change": 0.8}))
+    losses = build(open_run(tmp_path / "2026-11-09-synthetic-slower"))["losses"]
+    sizes = sorted(abs(x["percent"]) for x in losses)
+    assert sizes and sizes[-1] < 50
+    args = ["bench.report", "--results", str(tmp_path), "--fail-on", "loss", "--min-effect"]
+    passed = cli(*args, "50")
+    assert passed.returncode == 0, passed.stderr
+    lines = passed.stderr.splitlines()
+    assert len(lines) == len(losses) and all(
+        line.startswith("note: clear loss: ") and line.endswith(
+            ", below --min-effect 50 %: not failing") for line in lines)
+    failed = cli(*args, "5%")
+    assert failed.returncode == 1
+    assert sum(line.startswith("fail: clear loss: ") for line in failed.stderr.splitlines()) \
+        == sum(size >= 5 for size in sizes) > 0
+    for value, says in (("1e300", "--min-effect 1e300 is not a percentage from 0 to 1000"),
+                        ("nan", "--min-effect nan is not a percentage"),
+                        ("-1", "--min-effect -1 is not a percentage")):
+        bad = cli(*args, value)
+        assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1
+        assert bad.stderr.startswith(f"error: --min-effect: {says}") and bad.stdout == ""
+    alone = cli("bench.report", "--results", str(tmp_path), "--min-effect", "5")
+    assert alone.returncode == 1 and alone.stderr.startswith(
+        "error: --min-effect: --min-effect sets how large a clear loss must be to fail")

@@ -46,6 +46,7 @@ def copy_source(target: Path) -> Path:
     shutil.copytree(ROOT / "src" / "perfpages", target / "src" / "perfpages",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "README.md", target)
+    shutil.copy(ROOT / "setup.py", target)  # the build that records a wheel's commit
     pyproject = (ROOT / "pyproject.toml").read_text()
     (target / "pyproject.toml").write_text(pyproject.replace('version = "0.1.0"',
                                                              f'version = "{VERSION}"', 1))

@@ -2,7 +2,9 @@
 
 A calibration run (`bench.calibrate`, perfpages.run.calibrate) measured one block with an A/A
 pair — a label and its twin, the same build — in rounds of a fresh random order, each turn an
-8 s window archived as eight 1 s windows. From those seconds:
+8 s window archived as eight 1 s windows. A turn measured while the machine was busy is
+measured again at the end of the block (`Window.attempt` 2): only the attempt the analysis
+counts (`archive.frame.counted`) is read. From those seconds:
 
 - the noise per second (within a turn), per window (8 s windows across rounds, and the part of
   it the seconds do not explain: the window's own level), and per round (how the two labels'
@@ -15,7 +17,9 @@ pair — a label and its twin, the same build — in rounds of a fresh random or
   are not independent comparisons, but each one alone has α as its false-positive rate. With
   fewer rounds measured than R, the resolution is computed at R from the noise of all of them
   (marked extrapolated) and no A/A comparison is counted;
-- the design's wall time for a block of the pair, from the turns' measured overhead.
+- the design's wall time for a block of the pair, from the turns' measured overhead, and how
+  long a calibration must run on this machine to measure its rounds (this run's time per
+  round, its re-measures included).
 
 Pure: no MkDocs, no console. perfpages.cli.calibrate prints it.
 """
@@ -32,7 +36,8 @@ from typing import Any
 from perfpages.analysis import ranktest
 from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.archive.calibration import TURN_S, check
-from perfpages.archive.frame import round_metrics
+from perfpages.archive.frame import counted, round_metrics
+from perfpages.archive.preflight import busy
 from perfpages.archive.reader import Run
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import AnalysisError
@@ -67,6 +72,9 @@ class Design:
     clear: dict[str, tuple[int, int]]  # test -> (clear A/A comparisons, comparisons)
     seconds: float  # wall time of one block of the pair
     cells: dict[str, dict[str, float]] = field(default_factory=dict)  # cell/metric -> by test
+    # how long a calibration must run here to measure the design's rounds (its A/A comparisons
+    # counted, not extrapolated): this run's time per round, busy re-measures included
+    calibrate_s: float = math.nan
 
     @property
     def name(self) -> str:
@@ -92,6 +100,9 @@ class Calibration:
     turn_seconds: int  # measured seconds a turn: TURN_S × cells
     noise: list[Noise]
     designs: list[Design]
+    windows: int = 0  # the block's measured windows, every attempt
+    busy: int = 0  # of them, measured while the machine was busy
+    remeasured: int = 0  # turns measured again at the end of the block (the re-measure counts)
 
     @property
     def budget_s(self) -> float:
@@ -112,6 +123,8 @@ class Calibration:
         return {
             "run": self.run, "block": self.block, "label": self.label, "twin": self.twin,
             "rounds": self.rounds, "overhead_s": num(self.overhead_s),
+            "windows": self.windows, "busy_windows": self.busy,
+            "remeasured_turns": self.remeasured,
             "fixed_s": num(self.fixed_s), "alpha": ALPHA, "power": POWER,
             "noise": [{"cell": n.cell, "metric": n.metric, "second": num(n.second),
                        "window": num(n.window), "level": num(n.level),
@@ -123,6 +136,7 @@ class Calibration:
                          "aa": {t: {"clear": k, "comparisons": n}
                                 for t, (k, n) in d.clear.items()},
                          "seconds": num(d.seconds),
+                         "calibrate_minutes": num(d.calibrate_s / 60),
                          "cells": {c: {t: num(v) for t, v in by.items()}
                                    for c, by in d.cells.items()}} for d in self.designs],
             "budget_s": num(self.budget_s),
@@ -138,11 +152,12 @@ Seconds = dict[str, dict[str, dict[int, list[Window]]]]  # cell -> label -> roun
 
 
 def _seconds(run: Run, block: str, labels: tuple[str, str]) -> Seconds:
-    """Every turn's 1 s windows in order; a turn with a failed or missing second is left out."""
+    """Every turn's 1 s windows in order, of its counted attempt (a turn measured again because
+    the machine was busy is its re-measure, never both interleaved); a turn with a failed or
+    missing second is left out."""
     turns: dict[tuple[str, str, int], list[Window]] = defaultdict(list)
-    for w in run.measured:
-        if w.block == block and w.label in labels:
-            turns[(params_key(w.params), w.label, w.round)].append(w)
+    for w in counted(w for w in run.measured if w.block == block and w.label in labels):
+        turns[(params_key(w.params), w.label, w.round)].append(w)
     out: Seconds = defaultdict(lambda: defaultdict(dict))
     for (cell, label, rnd), ws in turns.items():
         ws.sort(key=lambda w: w.window)
@@ -172,17 +187,18 @@ def _time(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def _timing(run: Run, block: str, turn_seconds: int) -> tuple[float, float]:
-    """(the median turn's overhead, the block's time outside its turns), in seconds: a turn
-    lasts from the end of what came before it to the end of its last measured second."""
-    ends: dict[tuple[str, int], float] = {}
+def _timing(run: Run, block: str, turn_seconds: int) -> tuple[float, float, float]:
+    """(the median turn's overhead, the block's time outside its turns, its turns' time per
+    round), in seconds: a turn (a re-measure is one too) lasts from the end of what came before
+    it to the end of its last measured second."""
+    ends: dict[tuple[str, int, int], float] = {}
     for w in run.measured:
         if w.block == block:
-            key = (w.label, w.round)
+            key = (w.label, w.round, w.attempt)
             ends[key] = max(ends.get(key, 0.0), _time(w.start) + w.duration_s)
     mine = [w for w in run.windows if w.block == block]
     if not ends or not mine:
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     first = min(_time(w.start) for w in mine)
     last = max(_time(w.start) + w.duration_s for w in mine)
     before = [_time(w.start) + w.duration_s for w in run.floors
@@ -192,8 +208,9 @@ def _timing(run: Run, block: str, turn_seconds: int) -> tuple[float, float]:
     for end in sorted(ends.values()):
         walls.append(end - previous)
         previous = end
+    rounds = len({rnd for _, rnd, _ in ends})
     return (max(0.0, median(walls) - turn_seconds),
-            max(0.0, (last - first) - sum(walls)))
+            max(0.0, (last - first) - sum(walls)), sum(walls) / rounds)
 
 
 # ---- the designs ------------------------------------------------------------------------
@@ -291,7 +308,9 @@ def calibrate(run: Run) -> Calibration:
     measured = sorted(set.intersection(*(set(sec[c][label]) & set(sec[c][twin])
                                          for c in cells)))
     turn_seconds = TURN_S * len(cells)
-    overhead, fixed = _timing(run, block, turn_seconds)
+    overhead, fixed, per_round = _timing(run, block, turn_seconds)
+    mine = [w for w in run.measured if w.block == block]
+    again = {(w.label, w.round, params_key(w.params)) for w in mine if w.attempt > 1}
     value = Values(sec)
     noise = [n for c in cells for m in METRICS if (n := _noise(value, pair, c, m)) is not None]
     designs = []
@@ -301,6 +320,8 @@ def calibrate(run: Run) -> Calibration:
         worst = {k: max((by[k] for by in res.values()), default=math.nan) for k in TESTS}
         seconds = fixed + rounds * len(pair) * (overhead + window * len(cells))
         designs.append(Design(rounds, window, worst["paired"], worst["unpaired"],
-                              len(measured) < rounds, clear, seconds, res))
+                              len(measured) < rounds, clear, seconds, res,
+                              fixed + rounds * per_round))
     return Calibration(run.id, block, label, twin, len(measured), overhead, fixed,
-                       turn_seconds, noise, designs)
+                       turn_seconds, noise, designs, windows=len(mine),
+                       busy=sum(busy(w.machine) for w in mine), remeasured=len(again))

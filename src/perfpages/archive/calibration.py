@@ -12,6 +12,7 @@ from perfpages.errors import ArchiveError
 TURN_S = 8  # the seconds a calibration turn measures, archived as 1 s windows
 TWIN = "-aa"  # the twin's name: the label's, then this
 SLUG = "calibrate"  # the word in a calibration run's id
+MAX_MINUTES = 24 * 60  # --minutes at most a day: more is a typo (1e9 plans billions of rounds)
 
 
 def twin_of(label: str) -> str:

@@ -22,7 +22,7 @@ from perfpages.analysis.calibration import (
     Design,
     calibrate,
 )
-from perfpages.archive.calibration import TURN_S
+from perfpages.archive.calibration import MAX_MINUTES, TURN_S
 from perfpages.archive.reader import open_run, resolve
 from perfpages.errors import PerfpagesError
 
@@ -30,16 +30,17 @@ FORMATS = ("term", "json")
 
 
 def minutes_of(text: str | float | None) -> float:
-    """--minutes: a positive number (fractions allowed); one line otherwise."""
+    """--minutes: a number of minutes above 0 and at most a day; one line otherwise."""
     if text is None:
         return 10.0
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise PerfpagesError(f"--minutes {text} is not a positive number of minutes",
-                             key="--minutes", fix="give minutes above 0, e.g. 10 or 0.5")
+    if not (math.isfinite(value) and 0 < value <= MAX_MINUTES):
+        raise PerfpagesError(f"--minutes {text} is not a number of minutes above 0 and at most "
+                             f"{MAX_MINUTES} (a day)", key="--minutes",
+                             fix="give minutes in that range, e.g. 10 or 0.5")
     return value
 
 
@@ -112,21 +113,27 @@ def show(c: Calibration, console: Console) -> None:
         noise.add_row(Text(n.cell), n.metric, _pct(n.second), _pct(n.window), _pct(n.level),
                       f"{n.round_corr:+.2f}" if math.isfinite(n.round_corr) else "—")
     console.print(noise)
+    if c.busy or c.remeasured:
+        say(f"Busy: {c.busy} of {c.windows} windows were measured while the machine was busy; "
+            f"{c.remeasured} turn{'s were' if c.remeasured != 1 else ' was'} measured again "
+            "at the end of the block, and only the re-measure is counted. A calibration "
+            "takes longer than --minutes asks on a busy machine.")
     designs = Table("design", "windows", "paired", "unpaired", "A/A paired", "A/A unpaired",
-                    "time", title=f"Designs, 40 s a label: resolution of the worst cell "
-                                  f"({POWER * 100:.0f} % power at α = {ALPHA:g}), A/A "
-                                  "comparisons called clear, time per block",
-                    title_justify="left")
+                    "time", "calibrate", title=f"Designs, 40 s a label: resolution of the "
+                    f"worst cell ({POWER * 100:.0f} % power at α = {ALPHA:g}), A/A comparisons "
+                    "called clear, time per block, the least time a calibration takes here to "
+                    "measure the design's rounds", title_justify="left")
     for d in c.designs:
         designs.add_row(d.name, str(d.rounds), _res(d.paired, d.extrapolated),
                         _res(d.unpaired, d.extrapolated), _clear(d, "paired"),
-                        _clear(d, "unpaired"), _minutes(d.seconds))
+                        _clear(d, "unpaired"), _minutes(d.seconds),
+                        f"≥ {_minutes(d.calibrate_s)}")
     console.print(designs)
     if any(math.isnan(d.paired) for d in c.designs):
         say(f"— fewer than {EXTRAPOLATE_FROM} rounds measured: calibrate longer (--minutes).")
     if any(d.extrapolated and not math.isnan(d.paired) for d in c.designs):
         say(f"* computed at the design's rounds from the noise of the {c.rounds} measured: "
-            "calibrate longer to count its A/A comparisons.")
+            "calibrate longer (the calibrate column) to count its A/A comparisons.")
     say(f"Time per block: the pair ({c.label}, {c.twin}); each further label adds its turns.")
     best = c.recommended
     rule = (f"the finest design whose block takes at most {BUDGET:g} × the "

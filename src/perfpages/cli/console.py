@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -97,8 +98,18 @@ def list_runs(results_dir: Path, console: Console) -> int:
         rows.append([shown, m.started[:10], m.suite, m.scope, status_text(path, m),
                      ", ".join(m.labels)])
         table.add_row(*[_escape(c) for c in rows[-1]])
-    fit(table, columns, rows, {0, 5}, console)
-    console.print(table)
+    # A width given (a terminal's, COLUMNS, Console(width=…)) is kept; none: the table's own
+    if console.is_terminal or getattr(console, "_width", None) is not None:
+        fit(table, columns, rows, {0, 5}, console)
+        console.print(table)
+    else:  # piped (grep, awk, a file): a run a line, whole words, at the table's own width
+        width = console.width
+        console.width = Measurement.get(console, console.options.update_width(1 << 20),
+                                        table).maximum
+        try:
+            console.print(table)
+        finally:
+            console.width = width
     return 1 if bad else 0
 
 
@@ -117,14 +128,34 @@ def _run_side(results_dir: Path, side: str) -> tuple[Run, str] | None:
 FAIL_ON = ("loss",)
 
 
+def min_effect_of(text: str | float | None, fail_on: str | None) -> float:
+    """--min-effect PCT: the smallest clear loss, in percent, that fails `--fail-on loss`."""
+    if text is None:
+        return 0.0
+    if fail_on != "loss":
+        raise PerfpagesError("--min-effect sets how large a clear loss must be to fail",
+                             key="--min-effect", fix="add --fail-on loss, or drop --min-effect")
+    try:
+        value = float(str(text).strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= 1000):
+        raise PerfpagesError(f"--min-effect {text} is not a percentage from 0 to 1000",
+                             key="--min-effect", fix="give a percentage, e.g. --min-effect 5")
+    return value
+
+
 def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: str,
                  min_rounds: int | str | None, console: Console,
-                 allow_mixed: bool = False, fail_on: str | None = None) -> int:
+                 allow_mixed: bool = False, fail_on: str | None = None,
+                 min_effect: str | float | None = None) -> int:
     """Print the report; with `fail_on="loss"`, exit 1 after it when any change is a clear
-    loss, a line each on stderr (for CI)."""
+    loss of at least `min_effect` percent (its median shift), a line each on stderr (for CI);
+    a clear loss smaller than that is a `note:` line and does not fail."""
     if fail_on is not None and fail_on not in FAIL_ON:
         raise PerfpagesError(f"unknown condition {fail_on!r}", key="--fail-on",
                              fix="use --fail-on loss (exit 1 when any change is a clear loss)")
+    least = min_effect_of(min_effect, fail_on)
     rounds = whole_number(min_rounds, "--min-rounds", minimum=1, noun="round count")
     if fmt not in ("term", "md", "json"):
         raise PerfpagesError(f"unknown format {fmt!r}", key="--format",
@@ -154,12 +185,16 @@ def print_report(results_dir: Path, ref: str | None, compare: str | None, fmt: s
     if fail_on != "loss" or not data["losses"]:
         return 0
     sys.stdout.flush()  # the report first, then why the command fails
+    failing = [x for x in data["losses"] if abs(x["percent"]) >= least]
     for lost in data["losses"]:
-        print(f"fail: clear loss: {lost['block']} {lost['parameters']} {lost['metric']} "
-              f"{lost['base']}→{lost['other']} "
+        small = lost not in failing
+        print(f"{'note' if small else 'fail'}: clear loss: {lost['block']} "
+              f"{lost['parameters']} {lost['metric']} {lost['base']}→{lost['other']} "
               f"{lost.get('change') or format_percent(lost['percent'])} "
-              f"({lost['base_cell']} → {lost['other_cell']})", file=sys.stderr)
-    return 1
+              f"({lost['base_cell']} → {lost['other_cell']})"
+              + (f", below --min-effect {least:g} %: not failing" if small else ""),
+              file=sys.stderr)
+    return 1 if failing else 0
 
 
 def _rich(title: str, columns: list[str], rows: list[list[str]], ids: int,

@@ -10,6 +10,7 @@ says which. Each file is written atomically, and a write that still fails takes 
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
@@ -17,13 +18,18 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from perfpages import __version__
+from perfpages.archive.manifest import without_credentials
 from perfpages.archive.writer import write_text_atomic
 from perfpages.cli import pyproject
 from perfpages.errors import PerfpagesError
+from perfpages.run import machine
 from perfpages.settings import DEFAULTS, PYPROJECT
 
 WORKFLOW = ".github/workflows/perfpages.yml"
@@ -51,11 +57,123 @@ def git_root(start: Path) -> Path:
     return Path(done.stdout.strip()).resolve()
 
 
-def install_command(pyproject_text: str) -> str:
-    """How CI installs perfpages: this checkout itself in perfpages' own repository."""
+# What the workflow installs when perfpages came from somewhere CI cannot reach (a local
+# directory, a wheel file): `init` names it in one line, and pip fails on it naming this host.
+PLACEHOLDER = "git+https://REPLACE-WITH-YOUR-GIT-HOST/perfpages.git@FULL-COMMIT-SHA"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where CI installs perfpages from: `requirement` pinned exactly (None: nowhere CI can
+    reach, so the workflow holds PLACEHOLDER); `origin`: how it is installed here, for the note."""
+    requirement: str | None
+    origin: str
+
+
+def _local(url: str) -> Path | None:
+    parts = urlsplit(url)
+    return Path(url2pathname(parts.path)) if parts.scheme == "file" else None
+
+
+# A URL the workflow can hold as it is: inside a shell's double quotes and a YAML plain scalar
+# (no quote, $, backtick, space or parenthesis), so nothing in it is read as code.
+SAFE_URL = re.compile(r"[\w.~:/?#@!&+,;=%-]+")
+
+
+def _reachable(url: str) -> str | None:
+    """`url` without its credentials (a token in a remote's URL never reaches the workflow),
+    if CI can fetch it and the workflow can hold it; else None."""
+    url = without_credentials(url)
+    return url if SAFE_URL.fullmatch(url) and not _local(url) and "://" in url else None
+
+
+def _pushed(checkout: Path, commit: str) -> str | None:
+    """The URL of a remote (not on this machine) whose fetched branches hold `commit`."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
+                              text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    for ref in git("for-each-ref", "--contains", commit, "--format=%(refname)",
+                   "refs/remotes").split():
+        url = git("remote", "get-url", ref.split("/")[2])
+        scp = re.fullmatch(r"(?:[\w.-]+@)?([\w.-]+):(?!/)(.+)", url)  # git@host:owner/repo
+        found = _reachable(f"https://{scp[1]}/{scp[2]}" if scp and "://" not in url else url)
+        if found:
+            return found
+    return None
+
+
+def source(origin: dict[str, Any] | None, version: str = __version__) -> Source:
+    """Where CI can install the perfpages running here, from its PEP 610 direct_url.json
+    (None: installed from a package index): a git URL at the commit pip installed, a wheel's
+    URL with its sha256, a local checkout's commit once a remote holds it, else nowhere."""
+    if origin is None:
+        return Source(f"perfpages[docs]=={version}", f"perfpages {version} from a package index")
+    url = str(origin.get("url", ""))
+    local = _local(url)
+    vcs = origin.get("vcs_info") or {}
+    commit = str(vcs.get("commit_id", ""))
+    if vcs.get("vcs") == "git" and re.fullmatch(r"[0-9a-f]{40}", commit):
+        if local is None:
+            found = _reachable(url)
+            return Source(found and f"perfpages[docs] @ git+{found}@{commit}",
+                          f"git {without_credentials(url)} at {commit}")
+        remote = _pushed(local, commit)
+        return Source(remote and f"perfpages[docs] @ git+{remote}@{commit}",
+                      f"the local git repository {local} at {commit}")
+    if "archive_info" in origin:
+        sha = str((origin["archive_info"].get("hashes") or {}).get("sha256", ""))
+        found = _reachable(url)
+        if found and re.fullmatch(r"[0-9a-f]{64}", sha):
+            return Source(f"perfpages[docs] @ {found}#sha256={sha}", f"the archive {found}")
+        return Source(None, f"the file {local or without_credentials(url)}")
+    if local is not None:  # a directory: its commit, if a remote has it
+        head = machine.repository(local).get("commit") if local.is_dir() else None
+        remote = head and _pushed(local, head)
+        return Source(remote and f"perfpages[docs] @ git+{remote}@{head}",
+                      f"the directory {local}")
+    return Source(None, f"{without_credentials(url) or 'an unknown source'}")
+
+
+def installed_source() -> Source:
+    """`source` of the distribution that is the code running (not another perfpages earlier
+    on the path, nor a source tree's metadata that no installer wrote)."""
+    unknown = Source(None, "a source tree that no installer recorded")
+    try:
+        dist = metadata.distribution("perfpages")
+        origin = json.loads(dist.read_text("direct_url.json") or "null")
+    except (metadata.PackageNotFoundError, ValueError):
+        return unknown
+    running = Path(__file__).resolve().parent.parent
+    there = Path(str(dist.locate_file("perfpages"))).resolve()
+    if not isinstance(origin, dict):  # from an index: pip writes INSTALLER, no direct_url.json
+        return source(None, dist.version) if dist.read_text("INSTALLER") and there == running \
+            else unknown
+    local = _local(str(origin.get("url", "")))  # an editable install runs its source
+    if there != running and not (local and running.is_relative_to(local.resolve())):
+        return unknown
+    return source(origin, dist.version)
+
+
+def install_command(pyproject_text: str, found: Source | None = None) -> str:
+    """How CI installs perfpages: this checkout itself in perfpages' own repository; else from
+    where it is installed here, pinned exactly, or PLACEHOLDER."""
     if pyproject.project_name(pyproject_text) == "perfpages":
         return 'pip install -e ".[docs]"'
-    return f'pip install "perfpages[docs]=={__version__}"'
+    found = found or installed_source()
+    return f'pip install "{found.requirement or "perfpages[docs] @ " + PLACEHOLDER}"'
+
+
+def written_note(start: Path) -> str | None:
+    """One line: what to put where the workflow just written holds PLACEHOLDER (None: it
+    does not)."""
+    if PLACEHOLDER not in (git_root(start) / WORKFLOW).read_text():
+        return None
+    found = installed_source()
+    return (f"edit {WORKFLOW}: perfpages is installed here from {found.origin}, which CI "
+            f"cannot reach; replace {PLACEHOLDER} (2 Install steps) with a git URL at a full "
+            "commit or a wheel's https URL (perfpages guide adopt: Install)")
 
 
 def suites_dir(suites: str) -> str:

@@ -129,16 +129,19 @@ def list_(c: Context, results: str | None = None) -> None:
             "min_rounds": "rounds each side needs before a change may be called clear",
             "fail_on": "loss: exit 1 when any change is a clear loss, a line each on stderr "
                        "(for CI)",
+            "min_effect": "with --fail-on loss: fail only on a clear loss of at least PCT "
+                          "percent (its median shift); smaller ones are noted",
             "results": RESULTS_HELP})
 def report(c: Context, run: str | None = None, compare: str | None = None, format: str = "term",
            min_rounds: str | None = None, results: str | None = None,
-           allow_mixed: bool = False, fail_on: str | None = None) -> None:
+           allow_mixed: bool = False, fail_on: str | None = None,
+           min_effect: str | None = None) -> None:
     """Print a run's tables (median and range per cell) and its changes with verdicts."""
     s = _settings(results)
     rounds = _guard(lambda: whole_number(min_rounds, "--min-rounds", minimum=1,
                                          noun="round count"))
     _command(lambda cmd, out: cmd.print_report(s.results, run, compare, format,
-                                               rounds, out, allow_mixed, fail_on))
+                                               rounds, out, allow_mixed, fail_on, min_effect))
 
 
 @task(help={"run": "run id (default: every archived run)", "results": RESULTS_HELP})
@@ -231,6 +234,8 @@ def init(c: Context, suites: str = "benchmarks") -> None:
         written = scaffold.init(Path.cwd(), suites)
         for path in written:
             out.print(f"wrote {path}", highlight=False, markup=False)
+        if scaffold.WORKFLOW in written and (note := scaffold.written_note(Path.cwd())):
+            out.print(f"note: {note}", highlight=False, markup=False)
         out.print("next: perfpages bench.run --suite example --quick, then pin the run in "
                   "docs/performance/example/v1.md (the guide: perfpages guide adopt)",
                   highlight=False)

@@ -40,6 +40,7 @@ from perfpages.archive.manifest import (
 )
 from perfpages.archive.reader import sha256_file
 from perfpages.errors import PerfpagesError
+from perfpages.run.machine import GIT_LOCATION
 from perfpages.run.postgres import cache_dir, embedded_binaries
 from perfpages.run.suite import LabelSpec
 
@@ -218,23 +219,54 @@ def _rev_parse(mirror: Path, ref: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _remote(repository: str) -> str:
+def _remote(git: str) -> str:
     """How a git pin's repository is shown: a local checkout by its `origin` URL (else by its
-    directory's name), a URL without credentials: never a local path."""
-    if not is_local(repository):
-        return shown_repository(repository)
-    path = urlsplit(repository).path if "://" in repository else repository  # file://
-    done = subprocess.run(["git", "-C", path, "remote", "get-url", "origin"],
-                          capture_output=True, text=True)
-    origin = done.stdout.strip() if done.returncode == 0 else ""
-    return shown_repository(origin or repository)
+    directory's name, `.` resolved), a URL without credentials: never a local path."""
+    local = _checkout_of(git)
+    if local is None:
+        return shown_repository(git)
+    origin = _git_out(local, "remote", "get-url", "origin")
+    return shown_repository(origin or str(local))
+
+
+def _checkout_of(git: str) -> Path | None:
+    """A git pin's local checkout (a path, or a file:// URL), if it is one that exists."""
+    local = Path(urlsplit(git).path if "://" in git and is_local(git) else git).expanduser()
+    return local.resolve() if local.exists() else None
+
+
+def _git_out(directory: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION}
+    done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True,
+                          env=env)
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def pinned_repository(git: str) -> str:
-    """A git pin's repository as run.json records it: a token in a URL never reaches the
-    archive; a local path is kept, resolved (runs replay on this machine)."""
-    local = Path(git).expanduser()
-    return str(local.resolve()) if local.exists() else without_credentials(git)
+    """A git pin's repository as run.json records it (the site serves run.json): a URL without
+    its credentials; a local checkout by its remote's URL (`origin`, else the first) when it
+    has one, else by its path relative to the root of the repository the run is made in (`.`
+    for that repository itself), else by its directory's name — never a path of this machine.
+    A run is replayed from the suite's own address when it is the same repository."""
+    local = _checkout_of(git)
+    if local is None:
+        return without_credentials(git)
+    remotes = _git_out(local, "remote").split()
+    for name in sorted(remotes, key=lambda r: r != "origin"):
+        url = _git_out(local, "remote", "get-url", name)
+        if url and not is_local(url):
+            return without_credentials(url)
+    root = _git_out(Path.cwd(), "rev-parse", "--show-toplevel")
+    if root and local.is_relative_to(Path(root).resolve()):
+        return local.relative_to(Path(root).resolve()).as_posix()
+    return local.name
+
+
+def same_repository(git: str, recorded: str) -> bool:
+    """Whether a suite's git address is the repository a run recorded: as recorded now, or as
+    runs archived before recorded a local checkout (its absolute path)."""
+    local = _checkout_of(git)
+    return pinned_repository(git) == recorded or (local is not None and str(local) == recorded)
 
 
 def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
@@ -242,7 +274,7 @@ def _git_build(spec: LabelSpec, recorded: Pin | None) -> tuple[Pin, Path, bool]:
     commit, mirror = resolve_commit(spec.git, ref, spec.name)
     repository = pinned_repository(spec.git)
     pin = Pin("git", repository=repository, ref=spec.ref, commit=commit,
-              subdirectory=spec.subdirectory, remote=_remote(repository))
+              subdirectory=spec.subdirectory, remote=_remote(spec.git))
     venv = cache_dir() / "venvs" / _key({"git": repository, "commit": commit,
                                          "subdirectory": spec.subdirectory})
     with _locked(venv):
@@ -278,7 +310,7 @@ def as_recorded(spec: LabelSpec, pin: Pin) -> LabelSpec:
     if pin.kind == "package":
         return replace(spec, package=pin.requirement, git="")
     if pin.kind == "git":
-        same = bool(spec.git) and pinned_repository(spec.git) == pin.repository
+        same = bool(spec.git) and same_repository(spec.git, pin.repository)
         return replace(spec, package="", git=spec.git if same else pin.repository,
                        ref=pin.ref, subdirectory=pin.subdirectory)
     return replace(spec, package="", git="")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from perfpages.archive.calibration import SLUG, TURN_S, twin_of
+from perfpages.archive.calibration import MAX_MINUTES, SLUG, TURN_S, twin_of
 from perfpages.archive.manifest import Method
 from perfpages.errors import PerfpagesError
 from perfpages.run.blocks import floor_windows
@@ -73,9 +73,10 @@ def calibrate(suite: str, block: str, label: str | None, minutes: float, *, benc
               results: Path, quick: bool = False, seed: int | None = None, command: str = "",
               console: Console | None = None) -> Path:
     """Measure; returns the calibration run's directory."""
-    if not minutes > 0:
-        raise PerfpagesError(f"--minutes {minutes:g} is not a length of time", key="--minutes",
-                             fix="give a positive number of minutes, e.g. 10 or 0.5")
+    if not 0 < minutes <= MAX_MINUTES:
+        raise PerfpagesError(f"--minutes {minutes:g} is not a number of minutes above 0 and at "
+                             f"most {MAX_MINUTES} (a day)", key="--minutes",
+                             fix="give minutes in that range, e.g. 10 or 0.5")
     opts = Options(suite=suite, benchmarks=benchmarks, results=results,
                    labels=[label] if label else None, blocks=[block], quick=quick, seed=seed,
                    command=command, adapt=adapter(label, minutes), slug=SLUG)

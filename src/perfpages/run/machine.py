@@ -89,8 +89,9 @@ def _checkout(directory: Path) -> dict[str, Any]:
 
 def harness() -> dict[str, Any]:
     """perfpages' own version and commit, from the installed distribution (PEP 610's
-    direct_url.json): the commit pip installed from git; a local directory's own commit; else
-    None. Never the working tree of the caller, whose HEAD is not perfpages'."""
+    direct_url.json): the commit pip installed from git; a local directory's own commit; the
+    commit a wheel was built from (its perfpages/_build.json); else None. Never the working
+    tree of the caller, whose HEAD is not perfpages'."""
     package = Path(__file__).resolve().parent.parent
     try:
         dist = metadata.distribution("perfpages")
@@ -111,4 +112,16 @@ def harness() -> dict[str, Any]:
         return {"version": dist.version, "commit": vcs["commit_id"], "dirty": False}
     if "dir_info" in origin and source is not None and source.is_dir():
         return {"version": dist.version, **_checkout(source)}
-    return {"version": dist.version, "commit": None}
+    return {"version": dist.version, **_built_from(package)}
+
+
+def _built_from(package: Path) -> dict[str, Any]:
+    """The commit a wheel was built from, which its build wrote (setup.py): a wheel's
+    direct_url.json names only the file it was installed from."""
+    try:
+        built = json.loads((package / "_build.json").read_text())
+    except (OSError, ValueError):
+        return {"commit": None}
+    if isinstance(built, dict) and SHA.match(str(built.get("commit", ""))):
+        return {"commit": built["commit"], "dirty": built.get("dirty") is True}
+    return {"commit": None}

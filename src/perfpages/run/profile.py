@@ -11,6 +11,7 @@ import tempfile
 from collections import Counter
 from html import escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfpages.archive.stacks import (  # noqa: F401 (re-exported for httpblock's profiler)
     RATE_HZ,
@@ -23,17 +24,38 @@ from perfpages.archive.stacks import (  # noqa: F401 (re-exported for httpblock'
 )
 from perfpages.errors import PerfpagesError
 
+if TYPE_CHECKING:
+    from perfpages.run.suite import Suite
+
+
+INSTALL = ("pip install py-spy (perfpages' extra profile has it: perfpages[docs,profile]), or "
+           "set flamegraph=False")
+
+
+def py_spy() -> str | None:
+    """py-spy's executable: on PATH, or installed in this venv (maybe not on PATH)."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
+def check(suite: Suite) -> None:
+    """Refuse, before anything starts, a suite whose blocks sample flame graphs when py-spy is
+    missing: a run without its profiles would complete and say nothing of them."""
+    wanted = [b.name for b in suite.blocks if getattr(b, "flamegraph", False)]
+    if wanted and py_spy() is None:
+        raise PerfpagesError(f"block {wanted[0]!r} samples flame graphs (flamegraph=True) but "
+                             "py-spy is not installed", key=f"blocks.{wanted[0]}.flamegraph",
+                             fix=INSTALL)
+
 
 class Recorder:
     """py-spy sampling a process and its children from `start()` until `stop()`, so the samples
     cover exactly the work in between however long its start-up takes."""
 
     def __init__(self, pid: int, rate: int = RATE_HZ) -> None:
-        beside = Path(sys.executable).parent / "py-spy"  # installed in this venv, maybe not on PATH
-        exe = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+        exe = py_spy()
         if exe is None:
-            raise PerfpagesError("py-spy is not installed", key="flamegraph",
-                                 fix="pip install py-spy, or run the suite without flame graphs")
+            raise PerfpagesError("py-spy is not installed", key="flamegraph", fix=INSTALL)
         self.pid = pid
         self._tmp = tempfile.TemporaryDirectory()
         self._out = Path(self._tmp.name) / "stacks.txt"
