@@ -8,6 +8,7 @@ driver owns what one label's turn in one round does, and archives its windows th
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -35,6 +36,39 @@ def case_groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
     for case in cases:
         out.setdefault(json.dumps(case.env, sort_keys=True), []).append(case)
     return list(out.values())
+
+
+def restart_reason(builds: list[Build]) -> str:
+    """Why a block's subjects cannot stay up side by side ("" when they can): one PostgreSQL
+    server runs at a time, restarted whenever a label needs other settings, and a subject
+    connected to it would lose its connections (and its port: a restart takes a new one)."""
+    if len({b.pg_bin for b in builds}) > 1:
+        return "its labels run on different PostgreSQL binaries"
+    if len({json.dumps(b.label.pg_settings, sort_keys=True, default=str) for b in builds}) > 1:
+        return "its labels set different pg_settings (PostgreSQL restarts between them)"
+    return ""
+
+
+class Idle:
+    """When the run's last load on each subject ended: a window's `idle_s` is the time from
+    then to the start of its settle (None: the subject's first use)."""
+
+    def __init__(self) -> None:
+        self.ended: dict[object, float] = {}
+
+    def since(self, subject: object) -> float | None:
+        last = self.ended.get(subject)
+        return None if last is None else max(0.0, time.monotonic() - last)
+
+    def used(self, subject: object) -> None:
+        self.ended[subject] = time.monotonic()
+
+    def forget(self, subject: object | None = None) -> None:
+        """A subject started afresh (or, None: every subject, at the end of a block)."""
+        if subject is None:
+            self.ended.clear()
+        else:
+            self.ended.pop(subject, None)
 
 
 def floor_windows(floor_s: float) -> int:
@@ -132,6 +166,16 @@ class BlockDriver(Protocol):
         """The progress bar's estimate of one label's turn."""
         ...
 
+    def cells(self, block: Any) -> list[tuple[str, bool]]:
+        """Its cells (`params_key`) in the block's order, each with whether it must lead a
+        round (a capacity later cells take shares of): what the `pairs` order visits."""
+        ...
+
+    def unpaired(self, block: Any, builds: list[Build]) -> str:
+        """Why the block cannot measure its labels' windows of a cell back to back ("" when
+        it can): it then runs label by label, in the balanced order, each window settled."""
+        ...
+
     def floor(self, suite: Suite, block: Any, position: str, b: Build,
               writer: ArchiveWriter) -> None:
         """A floor of the driver's own beside the pgbench floor (or nothing)."""
@@ -145,7 +189,8 @@ class BlockDriver(Protocol):
              method: Method, totals: collect.Totals, step: Step,
              only: frozenset[str] | None = None, attempt: int = 1) -> None:
         """One label's turn in one round: warm-up and measure windows, archived. `only`: just
-        these parameter sets (`params_key`); `attempt` 2: measured again (busy the first time)."""
+        these parameter sets (`params_key`); `attempt` 2: measured again (busy the first time).
+        Under the `pairs` order every measured window comes after its own settle."""
         ...
 
     def close_block(self) -> None:

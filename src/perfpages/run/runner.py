@@ -1,12 +1,16 @@
 """`bench run`: a suite's blocks × rounds × labels, interleaved, archived window by window.
 
-Every round runs every label, in an order that rotates (or is shuffled with the recorded seed:
-method v2's default, a fresh order every round). Each label's turn starts with a warm-up window
-(archived as `warmup`, never analysed), then one window per client count. A floor (pgbench
+Every round runs every label. Under the `pairs` order (method v2.1, an exact rule's default) a
+round goes cell by cell, in a random order, and measures every label's window of the cell back
+to back, the labels in a balanced order (`run/design.py`, drawn from the recorded seed), each
+window after a settle of its own load. The older orders give each label a turn that measures all
+its cells after one warm-up, the labels rotated, shuffled with the recorded seed (method v2.0)
+or as declared. Warm-up windows are archived as `warmup`, never analysed. A floor (pgbench
 select-only, one client, straight to PostgreSQL) runs before and after each block. Under an exact
-rule (method v2, `method.rule`), every (label, round) whose measured windows ran on a busy
-machine is measured again after the block's last round (`Window.attempt` 2, counted instead:
-`archive.frame.counted`). A failed window is archived as failed; a cell none of whose
+rule (method v2, `method.rule`), what ran on a busy machine is measured again after the block's
+last round (`Window.attempt` 2, counted instead: `archive.frame.counted`): under `pairs` every
+label's window of each busy (round, cell), back to back in a fresh balanced order; else the
+label's busy cells of that round. A failed window is archived as failed; a cell none of whose
 windows succeeded makes the run `failed`. Ctrl-C leaves a `partial` run that `--resume`
 completes; servers are stopped whatever happens, and a second Ctrl-C waits for the teardown.
 """
@@ -40,7 +44,7 @@ from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.locust import engine_text
-from perfpages.run import collect, duet, machine, signals, sqlblock
+from perfpages.run import collect, design, duet, machine, signals, sqlblock
 from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
@@ -73,6 +77,7 @@ class Options:
     method: Method | None = None
     recorded_pins: dict[str, Pin] = field(default_factory=dict)
     replay_of: str | None = None
+    replay_of_seed: int | None = None  # the replayed run's seed (the replay draws its own)
     preflight_wait: float | None = None  # seconds a block waits for a quiet machine
     adapt: Callable[[Suite], Suite] | None = None  # run/calibrate.py reshapes the suite loaded
     slug: str = ""  # a word before the run id's tail (`calibrate`)
@@ -267,12 +272,17 @@ class Runner:
                  f"server: {where}")
         if method.rule is not None:  # method v2 keeps subjects up, where the server allows
             for b in suite.blocks:
+                names = self.driver(b).scope(b, method, list(builds))[1]
                 if isinstance(b, HttpBlockSpec):
-                    names = self.driver(b).scope(b, method, list(builds))[1]
                     reason = restart_reason([builds[n] for n in names])
                     if reason:
                         notes += (f"; block {b.name}: subjects restarted every turn, not kept "
                                   f"up: {reason}")
+                if method.order == "pairs" and len(names) > 1:
+                    why = self.driver(b).unpaired(b, [builds[n] for n in names])
+                    if why:
+                        notes += (f"; block {b.name}: label by label, not cell by cell "
+                                  f"({why})")
         return Manifest(
             id=new_run_id(o.results, suite.name,
                           "-".join(filter(None, (o.slug, run_slug(suite.scope, o.blocks))))),
@@ -284,7 +294,7 @@ class Runner:
             labels=labels,
             method=replace(method, seed=seed,
                            notes=self.redactor.text((suite.notes + " " + notes).strip())),
-            replay_of=o.replay_of,
+            replay_of=o.replay_of, replay_of_seed=o.replay_of_seed,
             machine=machine.fingerprint(server.version(), base),
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
                                   metrics=b.metrics,
@@ -295,7 +305,13 @@ class Runner:
                                   if isinstance(b, HttpBlockSpec) else "")
                     for b in suite.blocks})
 
-    def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:
+    def order(self, labels: list[str], method: Method, block_index: int, rnd: int,
+              rounds: int | None = None) -> list[str]:
+        """The labels' turns in round `rnd` of a block of `rounds` (a block that cannot run
+        `pairs` cell by cell takes the design's balanced orders, label by label)."""
+        if method.order == "pairs":
+            rng = random.Random(f"pairs-{method.seed}-{block_index}-labels")
+            return list(design.label_orders(labels, rounds or method.rounds, rng)[rnd - 1])
         if method.order == "shuffle":
             shuffled = list(labels)
             random.Random(f"{method.seed}-{block_index}-{rnd}").shuffle(shuffled)
@@ -341,21 +357,41 @@ class Runner:
         totals = {name: collect.Totals() for name in labels}
         since = len(writer.windows)  # the calls the counters span: this process's windows
         driver.open_block(suite, block, method, [builds[n] for n in labels])
+        paired = method.order == "pairs" and not driver.unpaired(block, [builds[n]
+                                                                        for n in labels])
+        plan = self.plan(block, method, index, rounds, labels) if paired else []
+
+        def again(text: str, _: float) -> None:  # beyond the estimate: the bar says what runs
+            step(f"{text} (again: busy)", 0)
+
+        def turn(rnd: int, name: str, step: Step, only: frozenset[str] | None = None,
+                 attempt: int = 1) -> None:
+            driver.turn(suite, block, rnd, builds[name], writer, method, totals[name], step,
+                        only=only, attempt=attempt)
+
         try:
             for rnd in range(1, rounds + 1):
-                for name in self.order(labels, method, index, rnd):
-                    driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
-                                step)
-            if method.rule is not None:
-                for rnd, name, cells in self.busy(block.name, labels, method, index, writer):
-                    # beyond the estimate: the bar only says what runs
-                    driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
-                                lambda text, _: step(f"{text} (again: busy)", 0),
-                                only=cells, attempt=2)
+                if paired:  # cell by cell, every label's window of the cell back to back
+                    for cell, order in plan[rnd - 1]:
+                        for name in order:
+                            turn(rnd, name, step, frozenset({cell}))
+                    continue
+                for name in self.order(labels, method, index, rnd, rounds):
+                    turn(rnd, name, step)
+            if method.rule is not None and paired:
+                for rnd, cell, order in self.busy_cells(block.name, labels, method, index,
+                                                        plan, writer):
+                    for name in order:
+                        turn(rnd, name, again, frozenset({cell}), attempt=2)
+            elif method.rule is not None:
+                for rnd, name, cells in self.busy(block.name, labels, method, index, writer,
+                                                  rounds):
+                    turn(rnd, name, again, cells, attempt=2)
         finally:
             driver.close_block()
         # The label still running first and the floor's label last: fewest restarts.
-        last = self.order(labels, method, index, rounds)[-1]
+        last = (plan[-1][-1][1][-1] if plan
+                else self.order(labels, method, index, rounds, rounds)[-1])
         ran = writer.windows[since:]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
             if not any(w.block == block.name and w.label == name for w in ran) and files.locate(
@@ -368,8 +404,34 @@ class Runner:
         sqlblock.floor(self.session, suite, block.name, "after", first, writer)
         step(f"{block.name}: floor after", floor_windows(suite.floor_s))
 
+    def plan(self, block: BlockSpec | HttpBlockSpec, method: Method, index: int, rounds: int,
+             labels: list[str]) -> list[list[tuple[str, design.Order]]]:
+        """The `pairs` order of a block: round by round, its cells (`params_key`) each with its
+        labels' order. A capacity case leads its round; a one-round block keeps its cells'
+        order (its first case measures from the subject's start)."""
+        cells = self.driver(block).cells(block)
+        visits = design.plan(labels, len(cells), rounds, f"{method.seed}-{index}",
+                             leading=[i for i, (_, lead) in enumerate(cells) if lead],
+                             keep_cells=rounds == 1)
+        return [[(cells[c][0], order) for c, order in rnd] for rnd in visits]
+
+    def busy_cells(self, block: str, labels: list[str], method: Method, index: int,
+                   plan: list[list[tuple[str, design.Order]]],
+                   writer: ArchiveWriter) -> list[tuple[int, str, design.Order]]:
+        """Under `pairs`: each (round, cell) any of whose measured windows the machine made
+        busy, in the order they ran, with a fresh balanced order of all the block's labels:
+        every label's window of the cell is measured again, back to back, so the pairs stay
+        adjacent and the analysis counts the second attempt of all of them."""
+        found = {(w.round, params_key(w.params)) for w in writer.windows
+                 if w.kind == "measure" and w.block == block and w.attempt == 1
+                 and w.status == "ok" and preflight.busy(w.machine)}
+        ran = [(rnd, cell) for rnd, visits in enumerate(plan, 1) for cell, _ in visits
+               if (rnd, cell) in found]
+        return design.again(labels, ran, f"{method.seed}-{index}")
+
     def busy(self, block: str, labels: list[str], method: Method, index: int,
-             writer: ArchiveWriter) -> list[tuple[int, str, frozenset[str]]]:
+             writer: ArchiveWriter,
+             rounds: int | None = None) -> list[tuple[int, str, frozenset[str]]]:
         """(round, label, parameter sets) whose measured windows in `block` the machine made
         busy (`archive.preflight.busy`: others' CPU or steal above the preflight's thresholds),
         in the order they ran: each is measured once more, busy or not the second time."""
@@ -380,7 +442,7 @@ class Runner:
                 found.setdefault((w.round, w.label), set()).add(params_key(w.params))
         out = []
         for rnd in sorted({r for r, _ in found}):
-            for name in self.order(labels, method, index, rnd):
+            for name in self.order(labels, method, index, rnd, rounds):
                 if (rnd, name) in found:
                     out.append((rnd, name, frozenset(found[(rnd, name)])))
         return out

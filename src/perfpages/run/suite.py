@@ -29,10 +29,12 @@ from perfpages.run.placement import Placement
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 RULES = ("ranges", "wilcoxon", "mann-whitney")
 # The design each rule defaults to (a field left None takes its rule's value): v1's few long
-# windows, or method v2's many short windows after a short settle, in a fresh order per round.
+# windows, or method v2's many short windows, each after a short settle, the labels' windows of
+# a cell back to back in a balanced order (v2.1's "pairs": run/design.py).
+ORDERS = ("rotate", "shuffle", "fixed", "pairs")
 DESIGNS: dict[str, dict[str, Any]] = {
     "ranges": {"rounds": 5, "order": "rotate", "warmup_s": 5.0, "window_s": 30.0},
-    "exact": {"rounds": 20, "order": "shuffle", "warmup_s": 1.0, "window_s": 2.0},
+    "exact": {"rounds": 20, "order": "pairs", "warmup_s": 0.5, "window_s": 2.0},
 }
 
 
@@ -254,7 +256,8 @@ class Suite:
     `perfpages.analysis.decision.Rule`): "ranges" (method v1) or an exact rank test at `alpha`
     (method v2). `rounds`, `order`, `warmup_s` and `window_s` left None take the rule's design
     (`DESIGNS`): 5 rounds of 30 s after 5 s rotated for ranges; 20 rounds of 2 s after a 1 s
-    settle, shuffled, for an exact rule. A value given explicitly always wins."""
+    settle each, cell by cell with the labels' windows back to back ("pairs"), for an exact rule.
+    A value given explicitly always wins."""
 
     name: str
     title: str
@@ -264,7 +267,7 @@ class Suite:
     service: Service | None = None
     # None: the rule's design, resolved on creation (never None afterwards)
     rounds: int | None = None
-    order: Literal["rotate", "shuffle", "fixed"] | None = None
+    order: Literal["rotate", "shuffle", "fixed", "pairs"] | None = None
     warmup_s: float | None = None
     window_s: float | None = None
     floor_s: float = 3.0
@@ -288,9 +291,9 @@ class Suite:
         for name, value in design.items():
             if getattr(self, name) is None:  # frozen: set once, here
                 object.__setattr__(self, name, value)
-        if self.order not in ("rotate", "shuffle", "fixed"):
+        if self.order not in ORDERS:
             raise PerfpagesError(f"unknown order {self.order!r}", key="order",
-                                 fix='use "shuffle", "rotate" or "fixed"')
+                                 fix='use "pairs", "shuffle", "rotate" or "fixed"')
         if (self.rounds or 0) < 1:
             raise PerfpagesError("rounds must be at least 1", key="rounds")
         for kind, names in (("label", [x.name for x in self.labels]),
