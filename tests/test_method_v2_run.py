@@ -112,6 +112,30 @@ def test_busy_cells_are_found_by_the_preflight_thresholds_in_run_order() -> None
     assert found == expected
 
 
+def test_under_pairs_a_busy_cell_is_measured_again_for_every_label() -> None:
+    """One label's busy window re-measures the whole (round, cell), every label back to back,
+    in the order the cells ran; the analysis then counts attempt 2 for all of them."""
+    plan = [[("call=item", ("a", "b")), ("call=fail", ("b", "a"))],
+            [("call=fail", ("a", "b")), ("call=item", ("b", "a"))]]
+    writer = SimpleNamespace(windows=[
+        _window("a", 1, QUIET), _window("b", 1, BUSY), _window("b", 1, QUIET, call="fail"),
+        _window("a", 1, QUIET, call="fail"), _window("a", 2, STOLEN, call="fail"),
+        _window("b", 2, QUIET, call="fail"), _window("b", 2, BUSY), _window("a", 2, QUIET),
+        _window("a", 2, BUSY, attempt=2)])  # a re-measure is never measured again
+    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
+    method = Method(rounds=2, order="pairs", seed=3)
+    found = runner.busy_cells("calls", ["a", "b"], method, 0, plan, writer)  # type: ignore[arg-type]
+    assert [(r, c) for r, c, _ in found] == [(1, "call=item"), (2, "call=fail"),
+                                             (2, "call=item")]
+    assert all(sorted(order) == ["a", "b"] for _, _, order in found)
+    again = [_window(name, r, QUIET, attempt=2, call=c.removeprefix("call="))
+             for r, c, order in found for name in order]
+    counted = frame.counted(writer.windows[:-1] + again)
+    for r, c, _ in found:  # every label of a re-measured cell counted from attempt 2
+        assert {w.attempt for w in counted
+                if (w.round, params_key(w.params)) == (r, c)} == {2}
+
+
 def test_the_last_attempt_of_a_cell_is_the_one_counted() -> None:
     windows = [_window("a", 1, BUSY, throughput=10.0), _window("a", 1, QUIET, attempt=2,
                                                                 throughput=30.0),
