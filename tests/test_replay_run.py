@@ -203,7 +203,9 @@ def test_a_secret_is_compared_as_the_run_masked_it(original: Path, tmp_path: Pat
     m = read_manifest(original)
     # every block of the suite: none named, so the replay's id names none (as the original's)
     assert (opts.labels, opts.blocks, opts.replay_of) == (["a", "b"], None, m.id)
-    assert opts.method == replace(m.method, notes="") and opts.pins == opts.refs == {}
+    assert opts.method == replace(m.method, notes="", seed=opts.seed)
+    assert opts.pins == opts.refs == {}
+    assert opts.seed != m.method.seed and opts.replay_of_seed == m.method.seed
     assert opts.recorded_pins == {n: label.pin for n, label in m.labels.items()}
 
 
