@@ -65,8 +65,9 @@ class PgbenchBlocks:
     def turn_seconds(self, block: BlockSpec, method: Method) -> float:
         windows = len(block.cells())
         window_s = block.window_s or method.window_s
-        if method.order == "pairs":  # a settle before every window
-            return windows * (method.warmup_s + window_s)
+        if method.order == "pairs":  # a settle before every window (pgbench: whole seconds)
+            settle = max(1, round(method.warmup_s)) if method.warmup_s > 0 else 0
+            return windows * (settle + window_s)
         return method.warmup_s + windows * window_s
 
     def cells(self, block: BlockSpec) -> list[tuple[str, bool]]:
