@@ -71,6 +71,11 @@ class Idle:
             self.ended.pop(subject, None)
 
 
+def settles_each(method: Method, why_unpaired: str) -> bool:
+    """Whether every window gets a settle of its own: a block the `pairs` order pairs."""
+    return method.order == "pairs" and not why_unpaired
+
+
 def floor_windows(floor_s: float) -> int:
     """How many one-second windows a floor of `floor_s` seconds is: at least two, so that it
     has a range (a floor is a cell like any other, and drift is decided on ranges)."""
@@ -162,8 +167,9 @@ class BlockDriver(Protocol):
         """The rounds and labels the block runs (a block may narrow the suite's)."""
         ...
 
-    def turn_seconds(self, block: Any, method: Method) -> float:
-        """The progress bar's estimate of one label's turn."""
+    def turn_seconds(self, block: Any, method: Method, each: bool | None = None) -> float:
+        """The progress bar's estimate of one label's turn (`each`: a settle before every
+        window, as a paired block under `pairs` has; None: whenever the order is `pairs`)."""
         ...
 
     def cells(self, block: Any) -> list[tuple[str, bool]]:
@@ -173,7 +179,8 @@ class BlockDriver(Protocol):
 
     def unpaired(self, block: Any, builds: list[Build]) -> str:
         """Why the block cannot measure its labels' windows of a cell back to back ("" when
-        it can): it then runs label by label, in the balanced order, each window settled."""
+        it can): it then runs label by label in the balanced order, a turn per label and round
+        with one warm-up, as method v2.0 did (a server restarted per label wants a long one)."""
         ...
 
     def floor(self, suite: Suite, block: Any, position: str, b: Build,
@@ -182,7 +189,8 @@ class BlockDriver(Protocol):
         ...
 
     def open_block(self, suite: Suite, block: Any, method: Method, builds: list[Build]) -> None:
-        """Before the block's first round (`builds`: the labels it runs)."""
+        """Before the block's first round (`builds`: the labels it runs): under `pairs`, a
+        block it can pair settles before every window from now on."""
         ...
 
     def turn(self, suite: Suite, block: Any, rnd: int, b: Build, writer: ArchiveWriter,
@@ -190,7 +198,7 @@ class BlockDriver(Protocol):
              only: frozenset[str] | None = None, attempt: int = 1) -> None:
         """One label's turn in one round: warm-up and measure windows, archived. `only`: just
         these parameter sets (`params_key`); `attempt` 2: measured again (busy the first time).
-        Under the `pairs` order every measured window comes after its own settle."""
+        In a block paired under `pairs` every measured window comes after its own settle."""
         ...
 
     def close_block(self) -> None:

@@ -45,6 +45,7 @@ from perfpages.run.blocks import (
     case_groups,
     floor_windows,
     restart_reason,
+    settles_each,
 )
 from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
@@ -56,11 +57,12 @@ from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
 FLOOR_CALLERS = 8
 
 
-def case_seconds(block: HttpBlockSpec, method: Method) -> float:
-    """The progress bar's estimate of one turn: a settle per group of cases, or, under the
-    `pairs` order (a duet aside), one before every window."""
+def case_seconds(block: HttpBlockSpec, method: Method, each: bool | None = None) -> float:
+    """The progress bar's estimate of one turn: a settle per group of cases, or, in a block
+    the `pairs` order pairs (`each`; None: any but a duet under `pairs`), one before every
+    window."""
     window = block.window_s or method.window_s
-    if method.order == "pairs" and not block.duet:
+    if each if each is not None else method.order == "pairs" and not block.duet:
         return len(block.cases) * (method.warmup_s + window)
     groups = len({json.dumps(c.env, sort_keys=True) for c in block.cases})
     return groups * method.warmup_s + len(block.cases) * window
@@ -77,6 +79,7 @@ class HttpBlocks:
         self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
         self.warm = False  # this block keeps its subjects up across its rounds
+        self.each = False  # this block settles before every window (paired under `pairs`)
         # (label, env, delayed) -> its subject kept up, and the server it is connected to
         self.running: dict[tuple[str, str, bool], tuple[Service, Server]] = {}
         self.idle = Idle()  # per subject (the keys of `running`): when its last load ended
@@ -96,6 +99,7 @@ class HttpBlocks:
         """Before a block's first round: method v2 keeps its subjects up if it can."""
         self.close_block()
         self.warm = method.rule is not None and not restart_reason(builds)
+        self.each = settles_each(method, self.unpaired(block, builds))
 
     def close_block(self) -> None:
         """After a block, and on the way out whatever happened: every subject kept is stopped."""
@@ -119,8 +123,9 @@ class HttpBlocks:
         names = [n for n in labels if not block.labels or n in block.labels]
         return min(block.rounds or method.rounds, method.rounds), names
 
-    def turn_seconds(self, block: HttpBlockSpec, method: Method) -> float:
-        return case_seconds(block, method)
+    def turn_seconds(self, block: HttpBlockSpec, method: Method,
+                     each: bool | None = None) -> float:
+        return case_seconds(block, method, each)
 
     def cells(self, block: HttpBlockSpec) -> list[tuple[str, bool]]:
         return [(params_key(c.params), c.capacity) for c in block.cases]
@@ -216,7 +221,7 @@ class HttpBlocks:
             return
         name = b.label.name
         window_s = block.window_s or method.window_s
-        pairs = method.order == "pairs"  # every window after a settle of its own load
+        pairs = self.each  # every window after a settle of its own load
         per_case = window_s + (method.warmup_s if pairs else 0.0)
 
         def asked(case: HttpCase) -> bool:

@@ -328,8 +328,9 @@ class Runner:
         for b in suite.blocks:
             driver = self.driver(b)
             rounds, names = driver.scope(b, method, labels)
+            each = method.order == "pairs" and not driver.unpaired(b, [builds[n] for n in names])
             total += 2 * floor_windows(suite.floor_s) \
-                + rounds * len(names) * driver.turn_seconds(b, method)
+                + rounds * len(names) * driver.turn_seconds(b, method, each)
         columns = (TextColumn("{task.description}", markup=False), BarColumn(),
                    TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                    TimeRemainingColumn())

@@ -1,9 +1,9 @@
 """pgbench blocks of `bench run`: a label's turn is a warm-up, then one window per client count.
 
-Under the `pairs` order (method v2.1) a turn is one cell, and every window settles first with
-its own load (its scripts at its clients and delay, archived as `warmup` under the cell's
-parameters); each measured window records `idle_s`, how long the label's server sat without load
-of ours before that settle.
+In a block the `pairs` order pairs (method v2.1) a turn is one cell, and every window settles
+first with its own load (its scripts at its clients and delay, archived as `warmup` under the
+cell's parameters); each measured window records `idle_s`, how long the label's server sat
+without load of ours before that settle.
 
 Also the pgbench floor every block gets before and after it (select-only, one client, straight
 to PostgreSQL): whether the machine drifted while the block ran.
@@ -19,7 +19,7 @@ from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.window import Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.run import collect, cost, pgbench
-from perfpages.run.blocks import Idle, Session, Step, floor_windows, restart_reason
+from perfpages.run.blocks import Idle, Session, Step, floor_windows, restart_reason, settles_each
 from perfpages.run.builds import Build
 from perfpages.run.postgres import Server, Target
 from perfpages.run.suite import BlockSpec, Suite
@@ -54,6 +54,7 @@ class PgbenchBlocks:
         self.session = session
         self.per_second = False  # bench.calibrate: one-second windows, as HTTP blocks archive
         self.idle = Idle()  # per server (its pid): when the last load of ours on it ended
+        self.each = False  # this block settles before every window (paired under `pairs`)
 
     def parameters(self, block: BlockSpec) -> tuple[str, ...]:
         return block.parameters
@@ -62,10 +63,11 @@ class PgbenchBlocks:
               labels: list[str]) -> tuple[int, list[str]]:
         return min(block.rounds or method.rounds, method.rounds), labels
 
-    def turn_seconds(self, block: BlockSpec, method: Method) -> float:
+    def turn_seconds(self, block: BlockSpec, method: Method, each: bool | None = None) -> float:
         windows = len(block.cells())
         window_s = block.window_s or method.window_s
-        if method.order == "pairs":  # a settle before every window (pgbench: whole seconds)
+        if each if each is not None else method.order == "pairs":
+            # a settle before every window, in pgbench's whole seconds
             settle = max(1, round(method.warmup_s)) if method.warmup_s > 0 else 0
             return windows * (settle + window_s)
         return method.warmup_s + windows * window_s
@@ -87,6 +89,7 @@ class PgbenchBlocks:
     def open_block(self, suite: Suite, block: BlockSpec, method: Method,
                    builds: list[Build]) -> None:
         self.idle.forget()  # pgbench is the load: nothing of the label's runs between turns
+        self.each = settles_each(method, self.unpaired(block, builds))
 
     def close_block(self) -> None:
         self.idle.forget()
@@ -100,7 +103,7 @@ class PgbenchBlocks:
         name = b.label.name
         clusters = self.session.clusters
         window_s = block.window_s or method.window_s
-        pairs = method.order == "pairs"  # a settle before every window, at its own cell
+        pairs = self.each  # a settle before every window, at its own cell
         cells = [p for p in block.cells() if only is None or params_key(p) in only]
         todo = [p for p in cells if not writer.has(
             Window(block.name, name, rnd, p, "", 0, attempt=attempt).key)]
