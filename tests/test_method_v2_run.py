@@ -21,10 +21,11 @@ from perfpages.archive.manifest import Method
 from perfpages.archive.reader import open_run, read_manifest, verify
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import PerfpagesError
+from perfpages.run import schedule
 from perfpages.run.blocks import Session
 from perfpages.run.clusters import Clusters
 from perfpages.run.replay import replay_options
-from perfpages.run.runner import Options, Runner, run
+from perfpages.run.runner import Options, run
 from perfpages.run.sqlblock import PgbenchBlocks
 from perfpages.run.suite import BlockSpec, DataSet, LabelSpec, Script, Suite, load
 from sites import quiet
@@ -104,11 +105,10 @@ def test_busy_cells_are_found_by_the_preflight_thresholds_in_run_order() -> None
         Window("other", "a", 1, {}, "", 1.0, machine=BUSY)])  # another block
 
     method = Method(rounds=3, order="shuffle", seed=3)
-    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
-    found = runner.busy("calls", ["a", "b"], method, 0, writer)  # type: ignore[arg-type]
+    found = schedule.busy(writer.windows, "calls", ["a", "b"], method, 0)
     expected = [(1, "b", frozenset({"call=item"}))] + [
         (2, name, frozenset({"call=item"} if name == "a" else {"call=fail"}))
-        for name in runner.order(["a", "b"], method, 0, 2)]
+        for name in schedule.order(["a", "b"], method, 0, 2)]
     assert found == expected
 
 
@@ -122,9 +122,8 @@ def test_under_pairs_a_busy_cell_is_measured_again_for_every_label() -> None:
         _window("a", 1, QUIET, call="fail"), _window("a", 2, STOLEN, call="fail"),
         _window("b", 2, QUIET, call="fail"), _window("b", 2, BUSY), _window("a", 2, QUIET),
         _window("a", 2, BUSY, attempt=2)])  # a re-measure is never measured again
-    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
     method = Method(rounds=2, order="pairs", seed=3)
-    found = runner.busy_cells("calls", ["a", "b"], method, 0, plan, writer)  # type: ignore[arg-type]
+    found = schedule.busy_cells(writer.windows, "calls", ["a", "b"], method, 0, plan)
     assert [(r, c) for r, c, _ in found] == [(1, "call=item"), (2, "call=fail"),
                                              (2, "call=item")]
     assert all(sorted(order) == ["a", "b"] for _, _, order in found)
@@ -245,14 +244,14 @@ def test_each_cell_runs_its_labels_back_to_back_in_a_balanced_order(busy_run: Pa
         leads = Counter(o[0] for o in orders)  # 3 rounds, 2 labels: 2 and 1
         assert sorted(leads[name] for name in labels) == [1, 2]
     # the order run.json's seed gives, round by round
-    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
     block = next(b for b in load("tinyhttp", busy_run.parent.parent / "bench").blocks
                  if b.name == "calls")
-    plan = runner.plan(block, m.method, 0, m.method.rounds, labels)
+    cells = [(params_key(c.params), c.capacity) for c in block.cases]
+    plan = schedule.plan(cells, m.method, 0, m.method.rounds, labels)
     assert [(v[1], list(dict.fromkeys(v[2]))) for v in first] == [
         (cell, list(order)) for visits in plan for cell, order in visits]
     other = replace(m.method, seed=9)
-    assert runner.plan(block, other, 0, m.method.rounds, labels) != plan
+    assert schedule.plan(cells, other, 0, m.method.rounds, labels) != plan
 
 
 @pytest.mark.postgres

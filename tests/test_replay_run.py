@@ -29,7 +29,8 @@ from perfpages.errors import PerfpagesError
 from perfpages.run import builds
 from perfpages.run.postgres import cache_dir
 from perfpages.run.replay import Check, replay_options
-from perfpages.run.runner import Options, Runner, run
+from perfpages.run.runner import Options, run
+from perfpages.run.schedule import order
 from perfpages.testing import Spec, generate
 from sites import quiet
 
@@ -158,10 +159,9 @@ def test_a_replay_reuses_everything_the_run_recorded(original: Path, replayed: P
         return [(w.kind, w.block, w.round, w.label, w.params) for w in windows
                 if w.kind != "floor"]
     assert sorted(map(repr, turns(after.windows))) == sorted(map(repr, turns(before.windows)))
-    runner = Runner(Options(suite=None, benchmarks=Path(), results=Path()), quiet())
     for run_ in (before, after):  # each in the order of its own seed
         first = [w.label for w in run_.measured if w.round == 1]
-        assert list(dict.fromkeys(first)) == runner.order(["a", "b"], run_.manifest.method, 0, 1)
+        assert list(dict.fromkeys(first)) == order(["a", "b"], run_.manifest.method, 0, 1)
 
 
 @pytest.mark.postgres

@@ -159,6 +159,8 @@ class Session:
 class BlockDriver(Protocol):
     """One kind of block (`BlockSpec`, `HttpBlockSpec`): what the runner asks of it."""
 
+    each: bool  # the open block settles before every window: `pairs` pairs it (open_block)
+
     def parameters(self, block: Any) -> tuple[str, ...]:
         """The parameter names its windows carry (declared in run.json)."""
         ...

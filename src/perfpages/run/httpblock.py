@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
@@ -37,7 +36,7 @@ from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
-from perfpages.run import collect, cost, profile
+from perfpages.run import collect, cost
 from perfpages.run.blocks import (
     Idle,
     Session,
@@ -51,6 +50,7 @@ from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
 from perfpages.run.duet import Duet
 from perfpages.run.postgres import Server
+from perfpages.run.profile import Profiler
 from perfpages.run.service import Service
 from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
 
@@ -366,7 +366,7 @@ class HttpBlocks:
             load = self._load(case, turn)
             if network is not None:
                 network.begin(case.delay_ms or 0.0)
-            profiler = _Profiler(service) if profile else None
+            profiler = Profiler(service.process.pid) if profile and service.process else None
             meter = meter_for() if record else None
             try:
                 result = self._engine(block, load, meter)
@@ -406,36 +406,3 @@ class HttpBlocks:
                           list(block.flame_rules), f"{name}: {params_key(case.params)}")
         return result
 
-
-class _Profiler:
-    """py-spy on the subject from the start of a case's load to its end."""
-
-    def __init__(self, service: Service) -> None:
-        assert service.process is not None
-        self.stacks = ""
-        self.error = ""
-        try:
-            self.recorder: profile.Recorder | None = profile.Recorder(service.process.pid)
-        except PerfpagesError as exc:
-            self.recorder, self.error = None, str(exc)
-
-    def stop(self) -> None:
-        if self.recorder is not None:
-            try:
-                self.stacks = self.recorder.stop()
-            except PerfpagesError as exc:
-                self.error = str(exc)
-            self.recorder = None
-
-    def save(self, writer: ArchiveWriter, base: str, rules: list[tuple[str, str]],
-             title: str) -> None:
-        if self.error:
-            writer.write_file(f"{base}/flamegraph-error.txt", self.error + "\n")
-            return
-        stacks = profile.parse(self.stacks)
-        data: dict[str, Any] = {"samples": sum(stacks.values()),
-                                "shares_pct": profile.shares(stacks, rules)}
-        writer.write_file(f"{base}/cpu-shares.json", json.dumps(data, indent=2) + "\n")
-        writer.write_file(f"{base}/flamegraph.svg", profile.svg(stacks, title))
-        # the raw samples, for differences between labels (archive.stacks reads them back)
-        writer.write_file(f"{base}/{profile.STACKS_FILE}", profile.fold(stacks))

@@ -35,17 +35,17 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from perfpages.archive import files, preflight
+from perfpages.archive import files
 from perfpages.archive import statements as archived
 from perfpages.archive.manifest import Block, Manifest, Method, Pin
 from perfpages.archive.reader import failure, path_part, read_manifest, resolve
 from perfpages.archive.secrets import Redactor, env_secrets, masked_env, redact, redact_command
-from perfpages.archive.window import Window, params_key
+from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.locust import engine_text
-from perfpages.run import collect, design, duet, machine, signals, sqlblock
-from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
+from perfpages.run import collect, duet, machine, schedule, signals, sqlblock
+from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows, settles_each
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters, reap
@@ -305,22 +305,6 @@ class Runner:
                                   if isinstance(b, HttpBlockSpec) else "")
                     for b in suite.blocks})
 
-    def order(self, labels: list[str], method: Method, block_index: int, rnd: int,
-              rounds: int | None = None) -> list[str]:
-        """The labels' turns in round `rnd` of a block of `rounds` (a block that cannot run
-        `pairs` cell by cell takes the design's balanced orders, label by label)."""
-        if method.order == "pairs":
-            rng = random.Random(f"pairs-{method.seed}-{block_index}-labels")
-            return list(design.label_orders(labels, rounds or method.rounds, rng)[rnd - 1])
-        if method.order == "shuffle":
-            shuffled = list(labels)
-            random.Random(f"{method.seed}-{block_index}-{rnd}").shuffle(shuffled)
-            return shuffled
-        if method.order == "fixed":
-            return list(labels)
-        shift = (rnd - 1 + block_index) % len(labels)
-        return labels[shift:] + labels[:shift]
-
     def execute(self, suite: Suite, builds: dict[str, Build], writer: ArchiveWriter) -> None:
         method = writer.manifest.method
         labels = list(writer.manifest.labels)
@@ -328,7 +312,7 @@ class Runner:
         for b in suite.blocks:
             driver = self.driver(b)
             rounds, names = driver.scope(b, method, labels)
-            each = method.order == "pairs" and not driver.unpaired(b, [builds[n] for n in names])
+            each = settles_each(method, driver.unpaired(b, [builds[n] for n in names]))
             total += 2 * floor_windows(suite.floor_s) \
                 + rounds * len(names) * driver.turn_seconds(b, method, each)
         columns = (TextColumn("{task.description}", markup=False), BarColumn(),
@@ -358,41 +342,26 @@ class Runner:
         totals = {name: collect.Totals() for name in labels}
         since = len(writer.windows)  # the calls the counters span: this process's windows
         driver.open_block(suite, block, method, [builds[n] for n in labels])
-        paired = method.order == "pairs" and not driver.unpaired(block, [builds[n]
-                                                                        for n in labels])
-        plan = self.plan(block, method, index, rounds, labels) if paired else []
+        paired = (schedule.plan(driver.cells(block), method, index, rounds, labels)
+                  if driver.each else [])
 
         def again(text: str, _: float) -> None:  # beyond the estimate: the bar says what runs
             step(f"{text} (again: busy)", 0)
 
-        def turn(rnd: int, name: str, step: Step, only: frozenset[str] | None = None,
-                 attempt: int = 1) -> None:
-            driver.turn(suite, block, rnd, builds[name], writer, method, totals[name], step,
-                        only=only, attempt=attempt)
-
         try:
-            for rnd in range(1, rounds + 1):
-                if paired:  # cell by cell, every label's window of the cell back to back
-                    for cell, order in plan[rnd - 1]:
-                        for name in order:
-                            turn(rnd, name, step, frozenset({cell}))
-                    continue
-                for name in self.order(labels, method, index, rnd, rounds):
-                    turn(rnd, name, step)
-            if method.rule is not None and paired:
-                for rnd, cell, order in self.busy_cells(block.name, labels, method, index,
-                                                        plan, writer):
-                    for name in order:
-                        turn(rnd, name, again, frozenset({cell}), attempt=2)
-            elif method.rule is not None:
-                for rnd, name, cells in self.busy(block.name, labels, method, index, writer,
-                                                  rounds):
-                    turn(rnd, name, again, cells, attempt=2)
+            for rnd, name, only in schedule.turns(paired, labels, method, index, rounds):
+                driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
+                            step, only=only)
+            if method.rule is not None:
+                for rnd, name, only in schedule.again(writer.windows, block.name, paired,
+                                                      labels, method, index, rounds):
+                    driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
+                                again, only=only, attempt=2)
         finally:
             driver.close_block()
         # The label still running first and the floor's label last: fewest restarts.
-        last = (plan[-1][-1][1][-1] if plan
-                else self.order(labels, method, index, rounds, rounds)[-1])
+        last = (paired[-1][-1][1][-1] if paired
+                else schedule.order(labels, method, index, rounds, rounds)[-1])
         ran = writer.windows[since:]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
             if not any(w.block == block.name and w.label == name for w in ran) and files.locate(
@@ -404,49 +373,6 @@ class Runner:
         driver.floor(suite, block, "after", builds[labels[0]], writer)
         sqlblock.floor(self.session, suite, block.name, "after", first, writer)
         step(f"{block.name}: floor after", floor_windows(suite.floor_s))
-
-    def plan(self, block: BlockSpec | HttpBlockSpec, method: Method, index: int, rounds: int,
-             labels: list[str]) -> list[list[tuple[str, design.Order]]]:
-        """The `pairs` order of a block: round by round, its cells (`params_key`) each with its
-        labels' order. A capacity case leads its round; a one-round block keeps its cells'
-        order (its first case measures from the subject's start)."""
-        cells = self.driver(block).cells(block)
-        visits = design.plan(labels, len(cells), rounds, f"{method.seed}-{index}",
-                             leading=[i for i, (_, lead) in enumerate(cells) if lead],
-                             keep_cells=rounds == 1)
-        return [[(cells[c][0], order) for c, order in rnd] for rnd in visits]
-
-    def busy_cells(self, block: str, labels: list[str], method: Method, index: int,
-                   plan: list[list[tuple[str, design.Order]]],
-                   writer: ArchiveWriter) -> list[tuple[int, str, design.Order]]:
-        """Under `pairs`: each (round, cell) any of whose measured windows the machine made
-        busy, in the order they ran, with a fresh balanced order of all the block's labels:
-        every label's window of the cell is measured again, back to back, so the pairs stay
-        adjacent and the analysis counts the second attempt of all of them."""
-        found = {(w.round, params_key(w.params)) for w in writer.windows
-                 if w.kind == "measure" and w.block == block and w.attempt == 1
-                 and w.status == "ok" and preflight.busy(w.machine)}
-        ran = [(rnd, cell) for rnd, visits in enumerate(plan, 1) for cell, _ in visits
-               if (rnd, cell) in found]
-        return design.again(labels, ran, f"{method.seed}-{index}")
-
-    def busy(self, block: str, labels: list[str], method: Method, index: int,
-             writer: ArchiveWriter,
-             rounds: int | None = None) -> list[tuple[int, str, frozenset[str]]]:
-        """(round, label, parameter sets) whose measured windows in `block` the machine made
-        busy (`archive.preflight.busy`: others' CPU or steal above the preflight's thresholds),
-        in the order they ran: each is measured once more, busy or not the second time."""
-        found: dict[tuple[int, str], set[str]] = {}
-        for w in writer.windows:
-            if (w.kind == "measure" and w.block == block and w.attempt == 1
-                    and w.status == "ok" and preflight.busy(w.machine)):
-                found.setdefault((w.round, w.label), set()).add(params_key(w.params))
-        out = []
-        for rnd in sorted({r for r, _ in found}):
-            for name in self.order(labels, method, index, rnd, rounds):
-                if (rnd, name) in found:
-                    out.append((rnd, name, frozenset(found[(rnd, name)])))
-        return out
 
     def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, queries: dict[str, str],
                 b: Build, writer: ArchiveWriter, totals: collect.Totals, served: int) -> None:
