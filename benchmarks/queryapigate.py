@@ -29,13 +29,14 @@ So 0.43.0 vs 0.42.0 is the release as shipped (one more line per call), 0.43.0-n
 0.42.0 the code at equal logging, 0.43.0-quiet vs 0.43.0 what the logging costs, and
 0.43.0-again vs 0.43.0 the run's noise floor (`bench report` finds the pair: same build).
 
-Method v2 (`rule="wilcoxon"`): 20 rounds of 2 s per call after a 1 s settle, the labels in a
-fresh random order every round, each label's subject started once per block and kept up, busy
-windows measured again after their block, changes decided by the Wilcoxon signed-rank test
-paired by round at 1 %. Blocks whose cells need more requests per window keep fewer, longer
-ones (load: 10 rounds of 4 s; network: 10 rounds of 3 s; threads: 10 rounds); the cold path
-keeps its one 80 s round and the profile one round of 8 s. Quick sizes: 2 rounds of 2 s, a
-smoke test.
+Method v2.1 (`rule="wilcoxon"`): 20 rounds of 2 s per call, each round call by call with every
+label's window of a call back to back in a balanced order (`order="pairs"`), each window after a
+0.5 s settle of its own load, each label's subject started once per block and kept up, busy
+calls measured again for every label after their block, changes decided by the Wilcoxon
+signed-rank test paired by round at 1 %. Blocks whose cells need more requests per window
+keep fewer, longer ones (load: 10 rounds of 4 s; network: 10 rounds of 3 s; threads: 10
+rounds); the cold path keeps its one 80 s round and the profile one round of 8 s. Quick sizes:
+2 rounds of 2 s, a smoke test.
 """
 
 from __future__ import annotations
@@ -289,9 +290,10 @@ def suite(quick: bool) -> Suite:
                       flame_rules=FLAME_RULES, window_s=None if quick else 8.0),
     )
     size = f"{rows:,} accounts"
-    # Method v2: 20 rounds of 2 s per call after a 1 s settle, a fresh order every round, each
-    # label's subject up for the whole block (the rule's design); quick sizes: 2 rounds, a
-    # smoke test whose verdicts say "too few rounds".
+    # Method v2.1: 20 rounds of 2 s per call, every label's window of a call back to back, each
+    # after a 0.5 s settle, each label's subject up for the whole block (the rule's design:
+    # 55 min of windows and settles by the progress bar); quick sizes: 2 rounds, a smoke test
+    # whose verdicts say "too few rounds".
     return Suite(
         name="queryapigate",
         title=("QueryAPIGate 0.42.0 vs 0.43.0 on PostgreSQL, one worker, logging as shipped "

@@ -22,9 +22,10 @@ build and settings, the run's noise floor). Quick sizes: 500,000 sources (a 29 M
 parallel plan with 2 workers; 81 MB on disk), 8 rounds of 2 s windows.
 
 Method v2 (`rule="wilcoxon"`): 20 rounds of 2 s windows (the aggregate, a slow cell: 10 rounds of
-6 s) in a fresh random order every round, decided by the Wilcoxon signed-rank test paired by
-round at 1 %. The labels set different settings, so PostgreSQL restarts with every turn: each
-turn warms up for 5 s (2 s quick), not the rule's 1 s.
+6 s), a turn per label in a balanced order over the rounds, decided by the Wilcoxon signed-rank
+test paired by round at 1 %. The labels set different settings, so PostgreSQL restarts with
+every turn (the `pairs` order cannot put their windows back to back: run.json's notes say so):
+each turn warms up for 5 s (2 s quick), not the rule's 0.5 s settle.
 """
 
 from __future__ import annotations
@@ -87,9 +88,9 @@ def suite(quick: bool) -> Suite:
                                            "(the noise floor)")),
         blocks=(sky.mix_block(rows), aggregate_block(rows, quick)),
         dataset=data,
-        # Method v2: 20 rounds of 2 s windows in a fresh order every round (quick: 8, the fewest
-        # at which the paired test can reach 1 %). The labels' settings differ, so the server
-        # restarts every turn with cold buffers: a longer warm-up than the rule's 1 s.
+        # Method v2.1: 20 rounds of 2 s windows, a turn per label in a balanced order (quick: 8,
+        # the fewest at which the paired test can reach 1 %). The labels' settings differ, so
+        # the server restarts every turn with cold buffers: a longer warm-up than the rule's.
         rule="wilcoxon", rounds=8 if quick else None, warmup_s=2 if quick else 5,
         scope="quick" if quick else "full",
         notes=(f"data set: sky's catalogue, {rows:,} sources, {SIZE[rows]}; stock "

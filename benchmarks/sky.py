@@ -11,10 +11,12 @@ interleaved rounds like any pair. There is nothing to compare in one build, so w
 differs by is the run's noise floor, which `bench report` prints for it (and flags when
 identical builds differ clearly).
 
-Method v2 (`rule="wilcoxon"`): 20 rounds of 2 s windows after a 1 s warm-up, the labels in a
-fresh random order every round, changes decided by the Wilcoxon signed-rank test paired by round
-at 1 %; the network block 10 rounds of 4 s (its slowest cell makes 100 transactions a second).
-Busy windows are measured again after their block. Quick sizes: 8 rounds of 2 s windows.
+Method v2.1 (`rule="wilcoxon"`): 20 rounds of 2 s windows, each round cell by cell with both
+labels' windows of a cell back to back (AB in half the rounds, BA in the other half), each
+window after a settle of its own load (pgbench: 1 s), changes decided by the Wilcoxon
+signed-rank test paired by round at 1 %; the network block 10 rounds of 4 s (its slowest cell
+makes 100 transactions a second). Busy cells are measured again, for both labels, after their
+block. Quick sizes: 8 rounds of 2 s windows.
 """
 
 from __future__ import annotations
@@ -110,9 +112,11 @@ def suite(quick: bool) -> Suite:
                 pg18.again("pg18-again", "A/A: pg18 again, the same build (the noise floor)")),
         blocks=(mix_block(data.rows), network_block(data.rows, quick)),
         dataset=data,
-        # Method v2: 20 rounds of 2 s windows after a 1 s warm-up, a fresh order every round;
-        # quick: 8 rounds, the fewest at which the paired test can reach 1 %.
+        # Method v2.1: 20 rounds of 2 s windows, the labels' windows of a cell back to back, each
+        # after its own settle; quick: 8 rounds, the fewest at which the paired test can reach
+        # 1 %.
         rule="wilcoxon", rounds=8 if quick else None, scope="quick" if quick else "full",
         notes="pg18-again is pg18's A/A twin: the same pin and settings, measured in the same "
-              "rounds, each in a fresh random order; their difference is the run's noise floor.",
+              "rounds, back to back in a balanced order; their difference is the run's noise "
+              "floor.",
     )

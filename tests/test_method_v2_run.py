@@ -1,12 +1,15 @@
-"""Method v2's design in the run stage: a suite's rule and the design it brings, a fresh order
-every round reproducible from run.json, subjects kept up across a block, busy windows measured
-again and counted instead of the originals; method v1 runs unchanged."""
+"""Method v2's design in the run stage: a suite's rule and the design it brings, the `pairs`
+order (every label's window of a cell back to back, balanced, reproducible from run.json),
+subjects kept up across a block, each window's idle time, busy cells measured again and counted
+instead of the originals, replays in a fresh order; method v1 runs unchanged."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,12 +21,13 @@ from perfpages.archive.manifest import Method
 from perfpages.archive.reader import open_run, read_manifest, verify
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import PerfpagesError
+from perfpages.run import schedule
 from perfpages.run.blocks import Session
 from perfpages.run.clusters import Clusters
 from perfpages.run.replay import replay_options
-from perfpages.run.runner import Options, Runner, run
+from perfpages.run.runner import Options, run
 from perfpages.run.sqlblock import PgbenchBlocks
-from perfpages.run.suite import BlockSpec, DataSet, LabelSpec, Script, Suite
+from perfpages.run.suite import BlockSpec, DataSet, LabelSpec, Script, Suite, load
 from sites import quiet
 from test_httpsuite import subjects
 
@@ -53,11 +57,11 @@ def test_ranges_keeps_the_v1_design_and_records_no_rule() -> None:
 
 def test_an_exact_rule_brings_the_v2_design_and_explicit_values_win() -> None:
     s = _suite(rule="wilcoxon")
-    assert (s.rounds, s.order, s.warmup_s, s.window_s) == (20, "shuffle", 1.0, 2.0)
+    assert (s.rounds, s.order, s.warmup_s, s.window_s) == (20, "pairs", 0.5, 2.0)
     assert s.rule_json == RULE_21
     s = _suite(rule="mann-whitney", alpha=0.05, rounds=7, order="rotate", window_s=4.0,
                resolution_target=10)
-    assert (s.rounds, s.order, s.warmup_s, s.window_s) == (7, "rotate", 1.0, 4.0)
+    assert (s.rounds, s.order, s.warmup_s, s.window_s) == (7, "rotate", 0.5, 4.0)
     assert s.rule_json == {"test": "mann-whitney", "alpha": 0.05, "version": "2.1",
                            "certify_alpha": 0.01, "target_pct": 10.0}
     assert _suite(rule="wilcoxon", order="fixed").order == "fixed"
@@ -110,12 +114,34 @@ def test_busy_cells_are_found_by_the_preflight_thresholds_in_run_order() -> None
         Window("other", "a", 1, {}, "", 1.0, machine=BUSY)])  # another block
 
     method = Method(rounds=3, order="shuffle", seed=3)
-    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
-    found = runner.busy("calls", ["a", "b"], method, 0, writer)  # type: ignore[arg-type]
+    found = schedule.busy(writer.windows, "calls", ["a", "b"], method, 0)
     expected = [(1, "b", frozenset({"call=item"}))] + [
         (2, name, frozenset({"call=item"} if name == "a" else {"call=fail"}))
-        for name in runner.order(["a", "b"], method, 0, 2)]
+        for name in schedule.order(["a", "b"], method, 0, 2)]
     assert found == expected
+
+
+def test_under_pairs_a_busy_cell_is_measured_again_for_every_label() -> None:
+    """One label's busy window re-measures the whole (round, cell), every label back to back,
+    in the order the cells ran; the analysis then counts attempt 2 for all of them."""
+    plan = [[("call=item", ("a", "b")), ("call=fail", ("b", "a"))],
+            [("call=fail", ("a", "b")), ("call=item", ("b", "a"))]]
+    writer = SimpleNamespace(windows=[
+        _window("a", 1, QUIET), _window("b", 1, BUSY), _window("b", 1, QUIET, call="fail"),
+        _window("a", 1, QUIET, call="fail"), _window("a", 2, STOLEN, call="fail"),
+        _window("b", 2, QUIET, call="fail"), _window("b", 2, BUSY), _window("a", 2, QUIET),
+        _window("a", 2, BUSY, attempt=2)])  # a re-measure is never measured again
+    method = Method(rounds=2, order="pairs", seed=3)
+    found = schedule.busy_cells(writer.windows, "calls", ["a", "b"], method, 0, plan)
+    assert [(r, c) for r, c, _ in found] == [(1, "call=item"), (2, "call=fail"),
+                                             (2, "call=item")]
+    assert all(sorted(order) == ["a", "b"] for _, _, order in found)
+    again = [_window(name, r, QUIET, attempt=2, call=c.removeprefix("call="))
+             for r, c, order in found for name in order]
+    counted = frame.counted(writer.windows[:-1] + again)
+    for r, c, _ in found:  # every label of a re-measured cell counted from attempt 2
+        assert {w.attempt for w in counted
+                if (w.round, params_key(w.params)) == (r, c)} == {2}
 
 
 def test_the_last_attempt_of_a_cell_is_the_one_counted() -> None:
@@ -178,29 +204,74 @@ def busy_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_an_exact_run_records_its_rule_and_design(busy_run: Path) -> None:
     m = read_manifest(busy_run)
     assert m.method.rule == RULE_21
-    assert (m.method.order, m.method.seed, m.method.rounds) == ("shuffle", 8, 3)
+    assert (m.method.order, m.method.seed, m.method.rounds) == ("pairs", 8, 3)
     assert "restarted every turn" not in m.method.notes
     assert verify(busy_run) == [] and m.status == "complete"
 
 
+def _measured(run_dir: Path, block: str) -> list[dict[str, object]]:
+    """The block's measured windows, as results.jsonl lists them (the order they ran)."""
+    lines = [json.loads(x) for x in files.read_text(run_dir, "results.jsonl").splitlines()]
+    return [x for x in lines if x["block"] == block and x["kind"] == "measure"]
+
+
+def _visits(windows: list[dict[str, object]]) -> list[tuple[object, str, list[str]]]:
+    """Runs of consecutive windows of one (attempt, round, cell): each with its labels."""
+    out: list[tuple[object, str, list[str]]] = []
+    for x in windows:
+        key = (x.get("attempt", 1), x["round"])
+        cell = params_key(x["params"])  # type: ignore[arg-type]
+        if out and out[-1][:2] == (key, cell):
+            out[-1][2].append(str(x["label"]))
+        else:
+            out.append((key, cell, [str(x["label"])]))
+    return out
+
+
 @pytest.mark.postgres
-def test_each_round_runs_in_the_order_run_json_gives(busy_run: Path) -> None:
+def test_each_cell_runs_its_labels_back_to_back_in_a_balanced_order(busy_run: Path) -> None:
+    """From run.json and results.jsonl alone: within a round, a cell's windows are consecutive
+    (no other cell's measured window between them), the labels' positions and each pair's order
+    balanced over the rounds, the re-measures paired alike; the order is the seed's."""
     m = read_manifest(busy_run)
-    runner = Runner(Options(suite=None, benchmarks=BENCHMARKS, results=Path()), quiet())
-    lines = [json.loads(x) for x in files.read_text(busy_run, "results.jsonl").splitlines()]
-    first = [x for x in lines if x["block"] == "calls" and x["kind"] == "measure"
-             and "attempt" not in x]
-    orders = []
-    for rnd in (1, 2, 3):
-        ran = [x["label"] for x in first if x["round"] == rnd]
-        seen = list(dict.fromkeys(ran))
-        assert ran == [name for name in seen for _ in range(ran.count(name))]  # one turn each
-        assert seen == runner.order(list(m.labels), m.method, 0, rnd)
-        orders.append(seen)
-    # The order is the seed's, round by round: another seed orders some round otherwise.
-    other = [runner.order(list(m.labels), Method(rounds=3, order="shuffle", seed=s), 0, r)
-             for s in range(20) for r in (1, 2, 3)]
-    assert len({tuple(o) for o in other}) == 2
+    labels = list(m.labels)
+    windows = _measured(busy_run, "calls")
+    visits = _visits(windows)
+    cells = {params_key(x["params"]) for x in windows}  # type: ignore[arg-type]
+    for attempt in (1, 2):
+        mine = [v for v in visits if v[0][0] == attempt]
+        # each (round, cell) one run of consecutive windows, every label's, one label at a time
+        assert sorted((v[0][1], v[1]) for v in mine) == sorted(
+            (r, c) for r in range(1, m.method.rounds + 1) for c in cells)
+        for _, _, ran in mine:
+            seen = list(dict.fromkeys(ran))
+            assert sorted(seen) == sorted(labels)
+            assert ran == [name for name in seen for _ in range(ran.count(name))]
+    first = [v for v in visits if v[0][0] == 1]
+    for cell in cells:
+        orders = [list(dict.fromkeys(v[2])) for v in first if v[1] == cell]
+        leads = Counter(o[0] for o in orders)  # 3 rounds, 2 labels: 2 and 1
+        assert sorted(leads[name] for name in labels) == [1, 2]
+    # the order run.json's seed gives, round by round
+    block = next(b for b in load("tinyhttp", busy_run.parent.parent / "bench").blocks
+                 if b.name == "calls")
+    cells = [(params_key(c.params), c.capacity) for c in block.cases]
+    plan = schedule.plan(cells, m.method, 0, m.method.rounds, labels)
+    assert [(v[1], list(dict.fromkeys(v[2]))) for v in first] == [
+        (cell, list(order)) for visits in plan for cell, order in visits]
+    other = replace(m.method, seed=9)
+    assert schedule.plan(cells, other, 0, m.method.rounds, labels) != plan
+
+
+@pytest.mark.postgres
+def test_every_window_records_how_long_its_subject_sat_idle(busy_run: Path) -> None:
+    windows = _measured(busy_run, "calls")
+    assert all(x.get("idle_s", 0) >= 0 for x in windows)  # type: ignore[operator]
+    # the subjects, kept up: only each label's first window is its subject's first use
+    unused = [x["label"] for x in windows if "idle_s" not in x]
+    assert sorted(unused) == sorted(read_manifest(busy_run).labels)
+    assert [w.idle_s for w in open_run(busy_run).measured if w.block == "calls"] == [
+        x.get("idle_s") for x in windows]
 
 
 @pytest.mark.postgres
@@ -255,7 +326,9 @@ def test_replays_keep_the_recorded_rule(busy_run: Path, tmp_path: Path) -> None:
     bench = _bench(tmp_path, rule="ranges")  # the suite changed its rule since
     opts = replay_options(busy_run.parent, busy_run.name, bench, "invoke bench.replay")
     assert opts.method is not None and opts.method.rule == RULE_21
-    assert opts.method.order == "shuffle" and opts.method.seed == 8
+    # a fresh order: a seed of its own, the original's recorded beside it
+    assert opts.method.order == "pairs" and opts.seed == opts.method.seed
+    assert opts.method.seed is not None and opts.method.seed != 8 and opts.replay_of_seed == 8
 
 
 @pytest.mark.postgres
@@ -266,6 +339,7 @@ def test_labels_with_other_settings_restart_per_turn(tmp_path: Path, thresholds:
                           results=tmp_path / "results", blocks=["calls"]), quiet())
     m = read_manifest(run_dir)
     assert "block calls: subjects restarted every turn" in m.method.notes
+    assert "block calls: label by label, not cell by cell" in m.method.notes
     assert "different pg_settings" in m.method.notes
     for label in ("fast", "slow"):
         log = files.read_text(run_dir, f"diagnostics/calls/{label}/server.log")

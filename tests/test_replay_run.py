@@ -30,6 +30,7 @@ from perfpages.run import builds
 from perfpages.run.postgres import cache_dir
 from perfpages.run.replay import Check, replay_options
 from perfpages.run.runner import Options, run
+from perfpages.run.schedule import order
 from perfpages.testing import Spec, generate
 from sites import quiet
 
@@ -146,14 +147,21 @@ def test_a_replay_reuses_everything_the_run_recorded(original: Path, replayed: P
     assert r.labels["a"].pin.artifacts and r.labels["a"].env["API_TOKEN"] == "***"
     assert r.blocks == m.blocks and (r.suite, r.scope) == (m.suite, m.scope)
     assert r.id.startswith(f"{r.started[:10]}-replayed") and "lookup" not in r.id
-    assert replace(r.method, notes="") == replace(m.method, notes="")
-    assert (r.method.rounds, r.method.seed, r.method.order, r.method.window_s) == (
-        2, 5, "shuffle", 1)  # the record's, not the later suite's (3 rounds, rotate, 2 s)
+    # the record's method (not the later suite's 3 rounds, rotate, 2 s), with a seed of its
+    # own: a fresh order, the original's seed recorded beside it
+    assert replace(r.method, notes="", seed=5) == replace(m.method, notes="")
+    assert (r.method.rounds, r.method.order, r.method.window_s) == (2, "shuffle", 1)
+    assert r.method.seed is not None and r.method.seed != m.method.seed == 5
+    assert r.replay_of_seed == 5 and m.replay_of_seed is None
+    assert "replay_of_seed" not in json.loads((original / "run.json").read_text())
 
     def turns(windows: list) -> list[tuple[object, ...]]:
         return [(w.kind, w.block, w.round, w.label, w.params) for w in windows
                 if w.kind != "floor"]
-    assert turns(after.windows) == turns(before.windows)  # the same shuffled order
+    assert sorted(map(repr, turns(after.windows))) == sorted(map(repr, turns(before.windows)))
+    for run_ in (before, after):  # each in the order of its own seed
+        first = [w.label for w in run_.measured if w.round == 1]
+        assert list(dict.fromkeys(first)) == order(["a", "b"], run_.manifest.method, 0, 1)
 
 
 @pytest.mark.postgres
@@ -195,7 +203,9 @@ def test_a_secret_is_compared_as_the_run_masked_it(original: Path, tmp_path: Pat
     m = read_manifest(original)
     # every block of the suite: none named, so the replay's id names none (as the original's)
     assert (opts.labels, opts.blocks, opts.replay_of) == (["a", "b"], None, m.id)
-    assert opts.method == replace(m.method, notes="") and opts.pins == opts.refs == {}
+    assert opts.method == replace(m.method, notes="", seed=opts.seed)
+    assert opts.pins == opts.refs == {}
+    assert opts.seed != m.method.seed and opts.replay_of_seed == m.method.seed
     assert opts.recorded_pins == {n: label.pin for n, label in m.labels.items()}
 
 

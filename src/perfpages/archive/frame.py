@@ -60,7 +60,10 @@ def counted(windows: Iterable[Window]) -> list[Window]:
     """The windows the analysis counts: of each cell (kind, block, label, round, parameters),
     only its last attempt. Method v2 measures a cell again at the end of its block when the
     machine was busy during it (`Window.attempt` 2); the re-measure replaces the original even
-    when it was busy too, and the original stays archived. Every table, report, page, chart and
+    when it was busy too, and the original stays archived. Under the `pairs` order (method
+    v2.1) a busy (round, cell) is measured again for every label, so every label of the cell
+    is counted from its attempt 2 and the pairs stay paired; runs archived before re-measured
+    a label alone and are counted as they always were. Every table, report, page, chart and
     claim reads cells through here, so they all count the same windows."""
     windows = list(windows)
     last: dict[tuple[Any, ...], int] = {}

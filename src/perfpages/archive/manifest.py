@@ -109,7 +109,7 @@ class Label:
 @dataclass(frozen=True)
 class Method:
     rounds: int
-    order: Literal["rotate", "shuffle", "fixed"] = "rotate"
+    order: Literal["rotate", "shuffle", "fixed", "pairs"] = "rotate"
     seed: int | None = None
     warmup_s: float = 0.0
     window_s: float = 0.0
@@ -205,6 +205,7 @@ class Manifest:
     # did not record it.
     suite_repository: dict[str, Any] | None = None
     replay_of: str | None = None  # the id of the run this one replays (`bench replay`)
+    replay_of_seed: int | None = None  # that run's method.seed (a replay draws its own)
     source: Source | None = None  # scope "transcribed" only: where its figures come from
 
     @property
@@ -220,6 +221,8 @@ class Manifest:
             "suite": self.suite, "title": self.title, "scope": self.scope, "status": self.status,
             "started": self.started, "ended": self.ended, "command": self.command,
             **({"replay_of": self.replay_of} if self.replay_of is not None else {}),
+            **({"replay_of_seed": self.replay_of_seed}
+               if self.replay_of is not None and self.replay_of_seed is not None else {}),
             "harness": dict(self.harness),
             **({"suite_repository": dict(self.suite_repository)}
                if self.suite_repository is not None else {}),
@@ -267,5 +270,5 @@ class Manifest:
                    machine=data["machine"], blocks=blocks, ended=data.get("ended"),
                    files=data.get("files", {}), format_version=data["format_version"],
                    suite_repository=data.get("suite_repository"),
-                   replay_of=data.get("replay_of"),
+                   replay_of=data.get("replay_of"), replay_of_seed=data.get("replay_of_seed"),
                    source=Source(**data["source"]) if "source" in data else None)

@@ -55,6 +55,9 @@ class Window:
     # 2: the case measured again at the end of its block because the machine was busy during
     # its first attempt (method v2); the analysis counts it instead (archive/frame.counted).
     attempt: int = 1
+    # Seconds its subject sat idle (no load of the run) before the window's settle began; None:
+    # its first use, a floor, or a run archived before method v2.1 recorded it.
+    idle_s: float | None = None
 
     @property
     def key(self) -> tuple[str, str, int, str, str, int, int]:
@@ -92,6 +95,8 @@ class Window:
             out["machine"] = dict(self.machine)
         if self.attempt != 1:  # absent: the first (and, before method v2, the only) attempt
             out["attempt"] = self.attempt
+        if self.idle_s is not None:
+            out["idle_s"] = round(self.idle_s, 3)
         return out
 
     @classmethod
@@ -108,7 +113,7 @@ class Window:
                    codes=data.get("codes", {}), errors=data.get("errors", 0),
                    throughput=data.get("throughput"), latency=latency,
                    metrics=data.get("metrics", {}), machine=data.get("machine"),
-                   attempt=data.get("attempt", 1))
+                   attempt=data.get("attempt", 1), idle_s=data.get("idle_s"))
 
 
 def _finite(value: float | None) -> float | None:

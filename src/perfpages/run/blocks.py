@@ -8,6 +8,7 @@ driver owns what one label's turn in one round does, and archives its windows th
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -35,6 +36,44 @@ def case_groups(cases: tuple[HttpCase, ...]) -> list[list[HttpCase]]:
     for case in cases:
         out.setdefault(json.dumps(case.env, sort_keys=True), []).append(case)
     return list(out.values())
+
+
+def restart_reason(builds: list[Build]) -> str:
+    """Why a block's subjects cannot stay up side by side ("" when they can): one PostgreSQL
+    server runs at a time, restarted whenever a label needs other settings, and a subject
+    connected to it would lose its connections (and its port: a restart takes a new one)."""
+    if len({b.pg_bin for b in builds}) > 1:
+        return "its labels run on different PostgreSQL binaries"
+    if len({json.dumps(b.label.pg_settings, sort_keys=True, default=str) for b in builds}) > 1:
+        return "its labels set different pg_settings (PostgreSQL restarts between them)"
+    return ""
+
+
+class Idle:
+    """When the run's last load on each subject ended: a window's `idle_s` is the time from
+    then to the start of its settle (None: the subject's first use)."""
+
+    def __init__(self) -> None:
+        self.ended: dict[object, float] = {}
+
+    def since(self, subject: object) -> float | None:
+        last = self.ended.get(subject)
+        return None if last is None else max(0.0, time.monotonic() - last)
+
+    def used(self, subject: object) -> None:
+        self.ended[subject] = time.monotonic()
+
+    def forget(self, subject: object | None = None) -> None:
+        """A subject started afresh (or, None: every subject, at the end of a block)."""
+        if subject is None:
+            self.ended.clear()
+        else:
+            self.ended.pop(subject, None)
+
+
+def settles_each(method: Method, why_unpaired: str) -> bool:
+    """Whether every window gets a settle of its own: a block the `pairs` order pairs."""
+    return method.order == "pairs" and not why_unpaired
 
 
 def floor_windows(floor_s: float) -> int:
@@ -120,6 +159,8 @@ class Session:
 class BlockDriver(Protocol):
     """One kind of block (`BlockSpec`, `HttpBlockSpec`): what the runner asks of it."""
 
+    each: bool  # the open block settles before every window: `pairs` pairs it (open_block)
+
     def parameters(self, block: Any) -> tuple[str, ...]:
         """The parameter names its windows carry (declared in run.json)."""
         ...
@@ -128,8 +169,20 @@ class BlockDriver(Protocol):
         """The rounds and labels the block runs (a block may narrow the suite's)."""
         ...
 
-    def turn_seconds(self, block: Any, method: Method) -> float:
-        """The progress bar's estimate of one label's turn."""
+    def turn_seconds(self, block: Any, method: Method, each: bool | None = None) -> float:
+        """The progress bar's estimate of one label's turn (`each`: a settle before every
+        window, as a paired block under `pairs` has; None: whenever the order is `pairs`)."""
+        ...
+
+    def cells(self, block: Any) -> list[tuple[str, bool]]:
+        """Its cells (`params_key`) in the block's order, each with whether it must lead a
+        round (a capacity later cells take shares of): what the `pairs` order visits."""
+        ...
+
+    def unpaired(self, block: Any, builds: list[Build]) -> str:
+        """Why the block cannot measure its labels' windows of a cell back to back ("" when
+        it can): it then runs label by label in the balanced order, a turn per label and round
+        with one warm-up, as method v2.0 did (a server restarted per label wants a long one)."""
         ...
 
     def floor(self, suite: Suite, block: Any, position: str, b: Build,
@@ -138,14 +191,16 @@ class BlockDriver(Protocol):
         ...
 
     def open_block(self, suite: Suite, block: Any, method: Method, builds: list[Build]) -> None:
-        """Before the block's first round (`builds`: the labels it runs)."""
+        """Before the block's first round (`builds`: the labels it runs): under `pairs`, a
+        block it can pair settles before every window from now on."""
         ...
 
     def turn(self, suite: Suite, block: Any, rnd: int, b: Build, writer: ArchiveWriter,
              method: Method, totals: collect.Totals, step: Step,
              only: frozenset[str] | None = None, attempt: int = 1) -> None:
         """One label's turn in one round: warm-up and measure windows, archived. `only`: just
-        these parameter sets (`params_key`); `attempt` 2: measured again (busy the first time)."""
+        these parameter sets (`params_key`); `attempt` 2: measured again (busy the first time).
+        In a block paired under `pairs` every measured window comes after its own settle."""
         ...
 
     def close_block(self) -> None:

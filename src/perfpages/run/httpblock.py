@@ -7,7 +7,11 @@ as `warmup`), then runs each case's load and archives its 1 s windows. Method v1
 label's subjects up from their first turn to the end of the block, so a round costs seconds and
 its windows sit back to back, unless the block's labels need different PostgreSQL settings or
 binaries (starting one label's server would restart the server the others are connected to):
-such a block restarts per turn, as run.json's notes say. A case whose load fails, or whose
+such a block restarts per turn, as run.json's notes say. Under the `pairs` order (method v2.1)
+a turn is one case (the runner visits a round cell by cell, every label's window of a cell back
+to back) and every case settles with its own load first; each measured window records `idle_s`,
+how long its subject sat without load of ours before that settle. A capacity measured in a round
+serves that round's later cases (and their re-measures). A case whose load fails, or whose
 subject would not start, is archived as a failed window; a subject that dies mid-window shows up
 as errors, and is started again for the next case.
 """
@@ -22,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
@@ -33,34 +36,36 @@ from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
-from perfpages.run import collect, cost, profile
-from perfpages.run.blocks import Session, Step, case_groups, floor_windows
+from perfpages.run import collect, cost
+from perfpages.run.blocks import (
+    Idle,
+    Session,
+    Step,
+    case_groups,
+    floor_windows,
+    restart_reason,
+    settles_each,
+)
 from perfpages.run.builds import Build
 from perfpages.run.delay import Crossing
 from perfpages.run.duet import Duet
 from perfpages.run.postgres import Server
+from perfpages.run.profile import Profiler
 from perfpages.run.service import Service
 from perfpages.run.suite import HttpBlockSpec, HttpCase, HttpTurn, Suite
 
 FLOOR_CALLERS = 8
 
 
-def case_seconds(block: HttpBlockSpec, method: Method) -> float:
-    """The progress bar's estimate of one turn."""
+def case_seconds(block: HttpBlockSpec, method: Method, each: bool | None = None) -> float:
+    """The progress bar's estimate of one turn: a settle per group of cases, or, in a block
+    the `pairs` order pairs (`each`; None: any but a duet under `pairs`), one before every
+    window."""
     window = block.window_s or method.window_s
+    if each if each is not None else method.order == "pairs" and not block.duet:
+        return len(block.cases) * (method.warmup_s + window)
     groups = len({json.dumps(c.env, sort_keys=True) for c in block.cases})
     return groups * method.warmup_s + len(block.cases) * window
-
-
-def restart_reason(builds: list[Build]) -> str:
-    """Why a block's subjects cannot stay up side by side ("" when they can): one PostgreSQL
-    server runs at a time, restarted whenever a label needs other settings, and a subject
-    connected to it would lose its connections (and its port: a restart takes a new one)."""
-    if len({b.pg_bin for b in builds}) > 1:
-        return "its labels run on different PostgreSQL binaries"
-    if len({json.dumps(b.label.pg_settings, sort_keys=True, default=str) for b in builds}) > 1:
-        return "its labels set different pg_settings (PostgreSQL restarts between them)"
-    return ""
 
 
 class HttpBlocks:
@@ -74,8 +79,12 @@ class HttpBlocks:
         self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
         self.warm = False  # this block keeps its subjects up across its rounds
+        self.each = False  # this block settles before every window (paired under `pairs`)
         # (label, env, delayed) -> its subject kept up, and the server it is connected to
         self.running: dict[tuple[str, str, bool], tuple[Service, Server]] = {}
+        self.idle = Idle()  # per subject (the keys of `running`): when its last load ended
+        # (label, round, env) -> the capacity its capacity case measured in that round
+        self.capacities: dict[tuple[str, int, str], float] = {}
         self.duet = Duet(session, self._service, self._load)  # duet blocks' turns
 
     @property
@@ -90,10 +99,13 @@ class HttpBlocks:
         """Before a block's first round: method v2 keeps its subjects up if it can."""
         self.close_block()
         self.warm = method.rule is not None and not restart_reason(builds)
+        self.each = settles_each(method, self.unpaired(block, builds))
 
     def close_block(self) -> None:
         """After a block, and on the way out whatever happened: every subject kept is stopped."""
         running, self.running, self.warm = self.running, {}, False
+        self.idle.forget()
+        self.capacities.clear()
         for service, _ in running.values():
             service.stop()
 
@@ -111,8 +123,18 @@ class HttpBlocks:
         names = [n for n in labels if not block.labels or n in block.labels]
         return min(block.rounds or method.rounds, method.rounds), names
 
-    def turn_seconds(self, block: HttpBlockSpec, method: Method) -> float:
-        return case_seconds(block, method)
+    def turn_seconds(self, block: HttpBlockSpec, method: Method,
+                     each: bool | None = None) -> float:
+        return case_seconds(block, method, each)
+
+    def cells(self, block: HttpBlockSpec) -> list[tuple[str, bool]]:
+        return [(params_key(c.params), c.capacity) for c in block.cases]
+
+    def unpaired(self, block: HttpBlockSpec, builds: list[Build]) -> str:
+        if block.duet:
+            return "a duet serves its labels at once"
+        reason = restart_reason(builds)
+        return f"subjects restarted every turn: {reason}" if reason else ""
 
     def plans(self, block: HttpBlockSpec) -> dict[str, str]:
         return {}
@@ -184,6 +206,7 @@ class HttpBlocks:
                 return kept
             kept[0].stop()  # died since (its last windows' errors say so), or not wanted
         service, server = self._service(suite, b, env, log, delayed)
+        self.idle.forget(key)  # a fresh start: its first use
         service.start()
         if self.warm:
             self.running[key] = (service, server)
@@ -198,45 +221,56 @@ class HttpBlocks:
             return
         name = b.label.name
         window_s = block.window_s or method.window_s
+        pairs = self.each  # every window after a settle of its own load
+        per_case = window_s + (method.warmup_s if pairs else 0.0)
+
+        def asked(case: HttpCase) -> bool:
+            return only is None or params_key(case.params) in only
 
         def wanted(case: HttpCase) -> bool:
             """To be measured now: asked for (`only`: these parameter sets) and not archived."""
-            if only is not None and params_key(case.params) not in only:
-                return False
-            return not writer.has(Window(block.name, name, rnd, case.params, "", 0,
-                                         attempt=attempt).key)
+            return asked(case) and not writer.has(Window(block.name, name, rnd, case.params,
+                                                         "", 0, attempt=attempt).key)
 
         base = f"diagnostics/{block.name}/{slug(name)}"
         for group in case_groups(block.cases):
             if not any(wanted(c) for c in group):
-                step(f"{block.name} r{rnd} {name}: archived", window_s * len(group))
+                step(f"{block.name} r{rnd} {name}: archived",
+                     per_case * sum(asked(c) for c in group))
                 continue
             log = writer.run_dir / base / "server.log"
             start = utc_now()
             delayed = any(c.delay_ms is not None for c in group)
+            env = json.dumps(group[0].env, sort_keys=True)
+            subject = (name, env, delayed)
             try:
-                # A one-round block measures from the subject's start (the cold path): measured
-                # again, it starts it again.
-                fresh = attempt > 1 and self.scope(block, method, [])[0] == 1
+                # A one-round block measures from the subject's start (the cold path): its
+                # first case measured again starts it again.
+                fresh = (attempt > 1 and self.scope(block, method, [])[0] == 1
+                         and wanted(group[0]))
                 service, server = self._subject(suite, b, group[0].env, log, delayed, fresh)
             except PerfpagesError as exc:
                 for case in group:
                     if wanted(case):
                         self._failed(writer, block, name, rnd, case, start, str(exc), attempt)
-                step(f"{block.name} r{rnd} {name}: subject failed", window_s * len(group))
+                step(f"{block.name} r{rnd} {name}: subject failed",
+                     per_case * sum(asked(c) for c in group))
                 continue
             try:
                 before = self.session.snapshot(server, suite)
-                capacity: float | None = None
+                # the capacity later cases take shares of: this round's, once measured
+                capacity: float | None = self.capacities.get((name, rnd, env))
                 settled = False  # the group's first load runs the warm-up (the settle)
                 for index, case in enumerate(group):
                     later = any(wanted(c) for c in group[index + 1:])
                     record = wanted(case)
-                    if not record and not (case.capacity and later):
-                        step(f"{block.name} r{rnd} {name}: archived", window_s)
+                    if not record and not (case.capacity and later and capacity is None):
+                        if asked(case):
+                            step(f"{block.name} r{rnd} {name}: archived", per_case)
                         continue
                     if not service.alive():  # it died in the last case (its errors say so)
                         service.stop()
+                        self.idle.forget(subject)
                         try:
                             service.start()
                         except PerfpagesError as exc:
@@ -246,19 +280,24 @@ class HttpBlocks:
                                                  str(exc), attempt)
                             break
                     seed = zlib.crc32(f"{rnd}/{name}/{params_key(case.params)}".encode())
-                    turn = HttpTurn(service.url, window_s, 0.0 if settled else method.warmup_s,
+                    turn = HttpTurn(service.url, window_s,
+                                    0.0 if settled and not pairs else method.warmup_s,
                                     seed=seed & 0xFFFF, capacity=capacity)
                     settled = True
                     network = self.session.crossing(server) if delayed else None
-                    result = self._run_case(writer, block, b, rnd, case, turn, service,
-                                            partial(self._meter, suite, block, service, server),
-                                            record=record, attempt=attempt,
-                                            profile=block.flamegraph and rnd == 1
-                                            and case is block.cases[0] and attempt == 1,
-                                            network=network)
+                    idle = self.idle.since(subject)
+                    try:
+                        result = self._run_case(
+                            writer, block, b, rnd, case, turn, service,
+                            partial(self._meter, suite, block, service, server),
+                            record=record, attempt=attempt,
+                            profile=block.flamegraph and rnd == 1 and case is block.cases[0]
+                            and attempt == 1, network=network, idle_s=idle)
+                    finally:
+                        self.idle.used(subject)
                     if case.capacity and result is not None:
-                        capacity = result.throughput
-                    step(f"{block.name} r{rnd} {name} {params_key(case.params)}", window_s)
+                        capacity = self.capacities[(name, rnd, env)] = result.throughput
+                    step(f"{block.name} r{rnd} {name} {params_key(case.params)}", per_case)
                 # A subject kept up keeps its connections: waiting for them to end would wait
                 # out the timeout (pg_stat_statements counts at once; the rest within a second).
                 after = self.session.snapshot(server, suite, settle=not self.warm)
@@ -267,6 +306,7 @@ class HttpBlocks:
             finally:
                 if not self.warm:
                     service.stop()
+                    self.idle.forget(subject)
 
     def _failed(self, writer: ArchiveWriter, block: HttpBlockSpec, label: str, rnd: int,
                 case: HttpCase, start: str, error: str, attempt: int = 1) -> None:
@@ -316,8 +356,8 @@ class HttpBlocks:
     def _run_case(self, writer: ArchiveWriter, block: HttpBlockSpec, b: Build, rnd: int,
                   case: HttpCase, turn: HttpTurn, service: Service,
                   meter_for: Callable[[], cost.Meter | None], record: bool, profile: bool,
-                  network: Crossing | None = None,
-                  attempt: int = 1) -> loadgen.LoadResult | None:
+                  network: Crossing | None = None, attempt: int = 1,
+                  idle_s: float | None = None) -> loadgen.LoadResult | None:
         name = b.label.name
         start = utc_now()
         extra: dict[str, float | None] = {}
@@ -326,7 +366,7 @@ class HttpBlocks:
             load = self._load(case, turn)
             if network is not None:
                 network.begin(case.delay_ms or 0.0)
-            profiler = _Profiler(service) if profile else None
+            profiler = Profiler(service.process.pid) if profile and service.process else None
             meter = meter_for() if record else None
             try:
                 result = self._engine(block, load, meter)
@@ -352,7 +392,8 @@ class HttpBlocks:
         measured = iter(costs)
         for w in result.to_windows(block.name, name, rnd, case.params):
             if w.kind == "measure":  # the network's counts span the case: they stand
-                w = replace(w, metrics={**w.metrics, **next(measured, {}), **extra})
+                w = replace(w, metrics={**w.metrics, **next(measured, {}), **extra},
+                            idle_s=idle_s)
             self.session.append(writer, replace(w, attempt=attempt))
         again = f"-attempt{attempt}" if attempt != 1 else ""
         base = f"{block.name}/{slug(name)}/r{rnd}-{slug(params_key(case.params))}{again}"
@@ -365,36 +406,3 @@ class HttpBlocks:
                           list(block.flame_rules), f"{name}: {params_key(case.params)}")
         return result
 
-
-class _Profiler:
-    """py-spy on the subject from the start of a case's load to its end."""
-
-    def __init__(self, service: Service) -> None:
-        assert service.process is not None
-        self.stacks = ""
-        self.error = ""
-        try:
-            self.recorder: profile.Recorder | None = profile.Recorder(service.process.pid)
-        except PerfpagesError as exc:
-            self.recorder, self.error = None, str(exc)
-
-    def stop(self) -> None:
-        if self.recorder is not None:
-            try:
-                self.stacks = self.recorder.stop()
-            except PerfpagesError as exc:
-                self.error = str(exc)
-            self.recorder = None
-
-    def save(self, writer: ArchiveWriter, base: str, rules: list[tuple[str, str]],
-             title: str) -> None:
-        if self.error:
-            writer.write_file(f"{base}/flamegraph-error.txt", self.error + "\n")
-            return
-        stacks = profile.parse(self.stacks)
-        data: dict[str, Any] = {"samples": sum(stacks.values()),
-                                "shares_pct": profile.shares(stacks, rules)}
-        writer.write_file(f"{base}/cpu-shares.json", json.dumps(data, indent=2) + "\n")
-        writer.write_file(f"{base}/flamegraph.svg", profile.svg(stacks, title))
-        # the raw samples, for differences between labels (archive.stacks reads them back)
-        writer.write_file(f"{base}/{profile.STACKS_FILE}", profile.fold(stacks))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -11,9 +12,9 @@ import tempfile
 from collections import Counter
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from perfpages.archive.stacks import (  # noqa: F401 (re-exported for httpblock's profiler)
+from perfpages.archive.stacks import (
     RATE_HZ,
     STACKS_FILE,
     Stack,
@@ -25,6 +26,7 @@ from perfpages.archive.stacks import (  # noqa: F401 (re-exported for httpblock'
 from perfpages.errors import PerfpagesError
 
 if TYPE_CHECKING:
+    from perfpages.archive.writer import ArchiveWriter
     from perfpages.run.suite import Suite
 
 
@@ -125,3 +127,37 @@ def svg(stacks: Counter[Stack], title: str, width: int = 1000, row: int = 16) ->
             f'<title>{escape(title)}</title>'
             f'<text x="0" y="{row - 4}" font-size="12">{escape(title)} ({total} samples)</text>'
             + "".join(rects) + "</svg>")
+
+
+class Profiler:
+    """py-spy on an HTTP block's subject (`pid`) from the start of a case's load to its end,
+    saved as its flame graph, CPU shares and raw stacks (or the reason it could not be)."""
+
+    def __init__(self, pid: int) -> None:
+        self.stacks = ""
+        self.error = ""
+        try:
+            self.recorder: Recorder | None = Recorder(pid)
+        except PerfpagesError as exc:
+            self.recorder, self.error = None, str(exc)
+
+    def stop(self) -> None:
+        if self.recorder is not None:
+            try:
+                self.stacks = self.recorder.stop()
+            except PerfpagesError as exc:
+                self.error = str(exc)
+            self.recorder = None
+
+    def save(self, writer: ArchiveWriter, base: str, rules: list[tuple[str, str]],
+             title: str) -> None:
+        if self.error:
+            writer.write_file(f"{base}/flamegraph-error.txt", self.error + "\n")
+            return
+        stacks = parse(self.stacks)
+        data: dict[str, Any] = {"samples": sum(stacks.values()),
+                                "shares_pct": shares(stacks, rules)}
+        writer.write_file(f"{base}/cpu-shares.json", json.dumps(data, indent=2) + "\n")
+        writer.write_file(f"{base}/flamegraph.svg", svg(stacks, title))
+        # the raw samples, for differences between labels (archive.stacks reads them back)
+        writer.write_file(f"{base}/{STACKS_FILE}", fold(stacks))

@@ -2,14 +2,18 @@
 
 The replay reuses the record: the same suite and scope, exactly the recorded labels and blocks,
 the recorded pins (a git label at its recorded commit, a package label with the recorded
-artifact's sha256 checked), the recorded method (rounds, order, seed, warm-up, windows, minimum
-rounds, drift threshold), and records `replay_of`. What a suite declares but a run only records
-(labels' pins, env and settings; blocks' metrics, parameters and measured cells) is checked
-against the suite as it is now: a difference is one line naming the label or block and the key.
+artifact's sha256 checked), the recorded method (rounds, order, warm-up, windows, minimum
+rounds, drift threshold) but a seed of its own, so its order is drawn afresh (a replay that
+repeated the original's order would repeat whatever that order did to it); it records
+`replay_of` and the original's seed as `replay_of_seed`. What a suite declares but a run only
+records (labels' pins, env and settings; blocks' metrics, parameters and measured cells) is
+checked against the suite as it is now: a difference is one line naming the label or block and
+the key.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import replace
 from itertools import pairwise
@@ -21,7 +25,7 @@ from perfpages.archive.reader import incomplete, open_run, read_manifest, resolv
 from perfpages.archive.secrets import masked_env
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import PerfpagesError
-from perfpages.run.builds import pinned_repository
+from perfpages.run.builds import pinned_repository, same_repository
 from perfpages.run.runner import Options
 from perfpages.run.suite import BlockSpec, HttpBlockSpec, LabelSpec, Suite, load
 
@@ -36,15 +40,24 @@ def replay_options(results: Path, run_ref: str, benchmarks: Path, command: str) 
     suite = load(m.suite, benchmarks, m.scope == "quick")
     repinned = _repinned(m.command)
     Check(m, suite, benchmarks / f"{m.suite}.py").run(run.measured, repinned)
+    seed = fresh_seed(m.method.seed)
     blocks: list[str] | None = list(m.blocks) or list(dict.fromkeys(
         w.block for w in run.measured))
     if set(blocks or ()) == {b.name for b in suite.blocks}:
         blocks = None  # the whole suite: the replay's id names no blocks, as the original's
     return Options(
         suite=m.suite, benchmarks=benchmarks, results=results, labels=list(m.labels),
-        blocks=blocks, rounds=m.method.rounds, quick=m.scope == "quick", seed=m.method.seed,
-        command=command, method=replace(m.method, notes=""),
-        recorded_pins={n: label.pin for n, label in m.labels.items()}, replay_of=m.id)
+        blocks=blocks, rounds=m.method.rounds, quick=m.scope == "quick", seed=seed,
+        command=command, method=replace(m.method, notes="", seed=seed),
+        recorded_pins={n: label.pin for n, label in m.labels.items()}, replay_of=m.id,
+        replay_of_seed=m.method.seed)
+
+
+def fresh_seed(other: int | None) -> int:
+    """A seed of the replay's own, never the original's (`other`)."""
+    while (seed := random.SystemRandom().randrange(2**31)) == other:
+        pass
+    return seed
 
 
 def _replayable(run_dir: Path, m: Manifest) -> None:
@@ -113,7 +126,8 @@ class Check:
                ("git", pinned_repository(spec.git)) if spec.git else ("none", ""))
         then = {"package": ("package", pin.requirement), "git": ("git", pin.repository),
                 "none": ("none", "")}[pin.kind]
-        if now != then:
+        if now != then and not (pin.kind == "git" and spec.git
+                                and same_repository(spec.git, pin.repository)):
             def say(kind: str, value: str) -> str:
                 return {"package": f"package {value!r}", "none": "nothing",
                         "git": f"git {shown_repository(value)!r}"}[kind]

@@ -1,12 +1,16 @@
 """`bench run`: a suite's blocks × rounds × labels, interleaved, archived window by window.
 
-Every round runs every label, in an order that rotates (or is shuffled with the recorded seed:
-method v2's default, a fresh order every round). Each label's turn starts with a warm-up window
-(archived as `warmup`, never analysed), then one window per client count. A floor (pgbench
+Every round runs every label. Under the `pairs` order (method v2.1, an exact rule's default) a
+round goes cell by cell, in a random order, and measures every label's window of the cell back
+to back, the labels in a balanced order (`run/design.py`, drawn from the recorded seed), each
+window after a settle of its own load. The older orders give each label a turn that measures all
+its cells after one warm-up, the labels rotated, shuffled with the recorded seed (method v2.0)
+or as declared. Warm-up windows are archived as `warmup`, never analysed. A floor (pgbench
 select-only, one client, straight to PostgreSQL) runs before and after each block. Under an exact
-rule (method v2, `method.rule`), every (label, round) whose measured windows ran on a busy
-machine is measured again after the block's last round (`Window.attempt` 2, counted instead:
-`archive.frame.counted`). A failed window is archived as failed; a cell none of whose
+rule (method v2, `method.rule`), what ran on a busy machine is measured again after the block's
+last round (`Window.attempt` 2, counted instead: `archive.frame.counted`): under `pairs` every
+label's window of each busy (round, cell), back to back in a fresh balanced order; else the
+label's busy cells of that round. A failed window is archived as failed; a cell none of whose
 windows succeeded makes the run `failed`. Ctrl-C leaves a `partial` run that `--resume`
 completes; servers are stopped whatever happens, and a second Ctrl-C waits for the teardown.
 """
@@ -31,17 +35,17 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from perfpages.archive import files, preflight
+from perfpages.archive import files
 from perfpages.archive import statements as archived
 from perfpages.archive.manifest import Block, Manifest, Method, Pin
 from perfpages.archive.reader import failure, path_part, read_manifest, resolve
 from perfpages.archive.secrets import Redactor, env_secrets, masked_env, redact, redact_command
-from perfpages.archive.window import Window, params_key
+from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.locust import engine_text
-from perfpages.run import collect, duet, machine, signals, sqlblock
-from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows
+from perfpages.run import collect, duet, machine, schedule, signals, sqlblock
+from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows, settles_each
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters, reap
@@ -73,6 +77,7 @@ class Options:
     method: Method | None = None
     recorded_pins: dict[str, Pin] = field(default_factory=dict)
     replay_of: str | None = None
+    replay_of_seed: int | None = None  # the replayed run's seed (the replay draws its own)
     preflight_wait: float | None = None  # seconds a block waits for a quiet machine
     adapt: Callable[[Suite], Suite] | None = None  # run/calibrate.py reshapes the suite loaded
     slug: str = ""  # a word before the run id's tail (`calibrate`)
@@ -267,12 +272,17 @@ class Runner:
                  f"server: {where}")
         if method.rule is not None:  # method v2 keeps subjects up, where the server allows
             for b in suite.blocks:
+                names = self.driver(b).scope(b, method, list(builds))[1]
                 if isinstance(b, HttpBlockSpec):
-                    names = self.driver(b).scope(b, method, list(builds))[1]
                     reason = restart_reason([builds[n] for n in names])
                     if reason:
                         notes += (f"; block {b.name}: subjects restarted every turn, not kept "
                                   f"up: {reason}")
+                if method.order == "pairs" and len(names) > 1:
+                    why = self.driver(b).unpaired(b, [builds[n] for n in names])
+                    if why:
+                        notes += (f"; block {b.name}: label by label, not cell by cell "
+                                  f"({why})")
         return Manifest(
             id=new_run_id(o.results, suite.name,
                           "-".join(filter(None, (o.slug, run_slug(suite.scope, o.blocks))))),
@@ -284,7 +294,7 @@ class Runner:
             labels=labels,
             method=replace(method, seed=seed,
                            notes=self.redactor.text((suite.notes + " " + notes).strip())),
-            replay_of=o.replay_of,
+            replay_of=o.replay_of, replay_of_seed=o.replay_of_seed,
             machine=machine.fingerprint(server.version(), base),
             blocks={b.name: Block(b.name, title=b.title, description=b.description,
                                   metrics=b.metrics,
@@ -295,16 +305,6 @@ class Runner:
                                   if isinstance(b, HttpBlockSpec) else "")
                     for b in suite.blocks})
 
-    def order(self, labels: list[str], method: Method, block_index: int, rnd: int) -> list[str]:
-        if method.order == "shuffle":
-            shuffled = list(labels)
-            random.Random(f"{method.seed}-{block_index}-{rnd}").shuffle(shuffled)
-            return shuffled
-        if method.order == "fixed":
-            return list(labels)
-        shift = (rnd - 1 + block_index) % len(labels)
-        return labels[shift:] + labels[:shift]
-
     def execute(self, suite: Suite, builds: dict[str, Build], writer: ArchiveWriter) -> None:
         method = writer.manifest.method
         labels = list(writer.manifest.labels)
@@ -312,8 +312,9 @@ class Runner:
         for b in suite.blocks:
             driver = self.driver(b)
             rounds, names = driver.scope(b, method, labels)
+            each = settles_each(method, driver.unpaired(b, [builds[n] for n in names]))
             total += 2 * floor_windows(suite.floor_s) \
-                + rounds * len(names) * driver.turn_seconds(b, method)
+                + rounds * len(names) * driver.turn_seconds(b, method, each)
         columns = (TextColumn("{task.description}", markup=False), BarColumn(),
                    TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                    TimeRemainingColumn())
@@ -341,21 +342,26 @@ class Runner:
         totals = {name: collect.Totals() for name in labels}
         since = len(writer.windows)  # the calls the counters span: this process's windows
         driver.open_block(suite, block, method, [builds[n] for n in labels])
+        paired = (schedule.plan(driver.cells(block), method, index, rounds, labels)
+                  if driver.each else [])
+
+        def again(text: str, _: float) -> None:  # beyond the estimate: the bar says what runs
+            step(f"{text} (again: busy)", 0)
+
         try:
-            for rnd in range(1, rounds + 1):
-                for name in self.order(labels, method, index, rnd):
-                    driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
-                                step)
+            for rnd, name, only in schedule.turns(paired, labels, method, index, rounds):
+                driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
+                            step, only=only)
             if method.rule is not None:
-                for rnd, name, cells in self.busy(block.name, labels, method, index, writer):
-                    # beyond the estimate: the bar only says what runs
+                for rnd, name, only in schedule.again(writer.windows, block.name, paired,
+                                                      labels, method, index, rounds):
                     driver.turn(suite, block, rnd, builds[name], writer, method, totals[name],
-                                lambda text, _: step(f"{text} (again: busy)", 0),
-                                only=cells, attempt=2)
+                                again, only=only, attempt=2)
         finally:
             driver.close_block()
         # The label still running first and the floor's label last: fewest restarts.
-        last = self.order(labels, method, index, rounds)[-1]
+        last = (paired[-1][-1][1][-1] if paired
+                else schedule.order(labels, method, index, rounds, rounds)[-1])
         ran = writer.windows[since:]
         for name in sorted(labels, key=lambda n: (n != last, n == labels[0])):
             if not any(w.block == block.name and w.label == name for w in ran) and files.locate(
@@ -367,23 +373,6 @@ class Runner:
         driver.floor(suite, block, "after", builds[labels[0]], writer)
         sqlblock.floor(self.session, suite, block.name, "after", first, writer)
         step(f"{block.name}: floor after", floor_windows(suite.floor_s))
-
-    def busy(self, block: str, labels: list[str], method: Method, index: int,
-             writer: ArchiveWriter) -> list[tuple[int, str, frozenset[str]]]:
-        """(round, label, parameter sets) whose measured windows in `block` the machine made
-        busy (`archive.preflight.busy`: others' CPU or steal above the preflight's thresholds),
-        in the order they ran: each is measured once more, busy or not the second time."""
-        found: dict[tuple[int, str], set[str]] = {}
-        for w in writer.windows:
-            if (w.kind == "measure" and w.block == block and w.attempt == 1
-                    and w.status == "ok" and preflight.busy(w.machine)):
-                found.setdefault((w.round, w.label), set()).add(params_key(w.params))
-        out = []
-        for rnd in sorted({r for r, _ in found}):
-            for name in self.order(labels, method, index, rnd):
-                if (rnd, name) in found:
-                    out.append((rnd, name, frozenset(found[(rnd, name)])))
-        return out
 
     def explain(self, suite: Suite, block: BlockSpec | HttpBlockSpec, queries: dict[str, str],
                 b: Build, writer: ArchiveWriter, totals: collect.Totals, served: int) -> None:

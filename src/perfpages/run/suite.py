@@ -29,10 +29,10 @@ from perfpages.run.placement import Placement
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 RULES = ("ranges", "wilcoxon", "mann-whitney")
 # The design each rule defaults to (a field left None takes its rule's value): v1's few long
-# windows, or method v2's many short windows after a short settle, in a fresh order per round.
+# windows, or v2.1's many short ones, every label's window of a cell back to back (run/design).
 DESIGNS: dict[str, dict[str, Any]] = {
     "ranges": {"rounds": 5, "order": "rotate", "warmup_s": 5.0, "window_s": 30.0},
-    "exact": {"rounds": 20, "order": "shuffle", "warmup_s": 1.0, "window_s": 2.0},
+    "exact": {"rounds": 20, "order": "pairs", "warmup_s": 0.5, "window_s": 2.0},
 }
 
 
@@ -253,8 +253,8 @@ class Suite:
     """What a suite declares. `rule` chooses how changes are decided (see
     `perfpages.analysis.decision.Rule`): "ranges" (method v1) or an exact rank test at `alpha`
     (method v2). `rounds`, `order`, `warmup_s` and `window_s` left None take the rule's design
-    (`DESIGNS`): 5 rounds of 30 s after 5 s rotated for ranges; 20 rounds of 2 s after a 1 s
-    settle, shuffled, for an exact rule. A value given explicitly always wins."""
+    (`DESIGNS`): 5 rounds of 30 s after 5 s rotated for ranges; 20 rounds of 2 s after 0.5 s
+    each, cell by cell ("pairs"), for an exact rule. A value given explicitly always wins."""
 
     name: str
     title: str
@@ -264,7 +264,7 @@ class Suite:
     service: Service | None = None
     # None: the rule's design, resolved on creation (never None afterwards)
     rounds: int | None = None
-    order: Literal["rotate", "shuffle", "fixed"] | None = None
+    order: Literal["rotate", "shuffle", "fixed", "pairs"] | None = None
     warmup_s: float | None = None
     window_s: float | None = None
     floor_s: float = 3.0
@@ -302,9 +302,9 @@ class Suite:
         for name, value in design.items():
             if getattr(self, name) is None:  # frozen: set once, here
                 object.__setattr__(self, name, value)
-        if self.order not in ("rotate", "shuffle", "fixed"):
+        if self.order not in ("rotate", "shuffle", "fixed", "pairs"):
             raise PerfpagesError(f"unknown order {self.order!r}", key="order",
-                                 fix='use "shuffle", "rotate" or "fixed"')
+                                 fix='use "pairs", "shuffle", "rotate" or "fixed"')
         if (self.rounds or 0) < 1:
             raise PerfpagesError("rounds must be at least 1", key="rounds")
         for kind, names in (("label", [x.name for x in self.labels]),
