@@ -19,7 +19,8 @@ ALLOWED = {
     "run": {"archive", "loadgen", "perfpages", "perfpages.cache",  # `perfpages.__version__`
             "perfpages.processes"},
     "cli": {"analysis", "archive", "run", "site", "loadgen", "perfpages", "perfpages.settings"},
-    "site": {"analysis", "archive", "perfpages.settings"},  # a build installs nothing
+    # a build installs nothing; `perfpages.cache`: where the site cache keeps its key
+    "site": {"analysis", "archive", "perfpages.settings", "perfpages.cache"},
     "tools": {"perfpages.cache"},  # external tools in venvs of their own (Locust)
 }
 

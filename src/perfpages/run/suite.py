@@ -23,13 +23,23 @@ import psycopg
 
 from perfpages.errors import PerfpagesError
 from perfpages.run.delay import as_param
+
+# The HTTP parts of the API, re-exported: a suite module imports them from here.
+from perfpages.run.httpspec import NAME
+from perfpages.run.httpspec import HttpBlockSpec as HttpBlockSpec
+from perfpages.run.httpspec import HttpCase as HttpCase
+from perfpages.run.httpspec import HttpTurn as HttpTurn
+from perfpages.run.httpspec import Service as Service
 from perfpages.run.pgbench import Script
 from perfpages.run.placement import Placement
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 RULES = ("ranges", "wilcoxon", "mann-whitney")
 # The design each rule defaults to (a field left None takes its rule's value): v1's few long
 # windows, or v2.1's many short ones, every label's window of a cell back to back (run/design).
+# The resolution a block of an exact rule must reach to be certified when the suite states none
+# (percent of its first metric, worst cell): a block that cannot tell 20 % apart supports none of
+# the changes pages state (a few percent to a few tens), however quiet its A/A pair.
+RESOLUTION_TARGET = 20.0
 DESIGNS: dict[str, dict[str, Any]] = {
     "ranges": {"rounds": 5, "order": "rotate", "warmup_s": 5.0, "window_s": 30.0},
     "exact": {"rounds": 20, "order": "pairs", "warmup_s": 0.5, "window_s": 2.0},
@@ -142,113 +152,6 @@ class BlockSpec:
 
 
 @dataclass(frozen=True)
-class HttpTurn:
-    """What a case's load factory knows when it is called: where the subject listens, and the
-    capacity measured earlier in the same turn (for open-loop shares)."""
-
-    base_url: str
-    window_s: float
-    warmup_s: float
-    seed: int
-    capacity: float | None = None
-
-
-@dataclass(frozen=True)
-class HttpCase:
-    """One measured load of an HTTP block: its parameters (archived) and how to make the load.
-
-    `load(turn)` returns a `perfpages.Load`. Cases with the same `env` share one start of the
-    subject; a case with `capacity=True` sets the capacity later cases take shares of.
-    `samples=True` keeps every request in samples/ (the cold path). `delay_ms` puts a network
-    between the subject and PostgreSQL: every chunk held that long each way (the parameter
-    `delay_ms` is added; see `perfpages.run.delay`)."""
-
-    params: dict[str, str | int | float]
-    load: Callable[[HttpTurn], Any]
-    env: dict[str, str] = field(default_factory=dict)
-    capacity: bool = False
-    samples: bool = False
-    delay_ms: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.delay_ms is None:
-            return
-        if not 0 <= self.delay_ms <= 1000:
-            raise PerfpagesError(f"delay_ms={self.delay_ms!r} is not between 0 and 1000",
-                                 key=f"case {self.params}", fix="give a delay in milliseconds")
-        object.__setattr__(self, "params", {**self.params, "delay_ms": as_param(self.delay_ms)})
-
-
-@dataclass(frozen=True)
-class HttpBlockSpec:
-    """A block that drives the suite's subject service over HTTP with the load generator.
-
-    `labels`/`rounds`/`window_s` narrow the suite's defaults for this block (a cold path of
-    one long round on one build, say). `flamegraph` samples the subject with py-spy during the
-    first case of round 1, for every label, and files the CPU shares by `flame_rules`.
-    `duet` runs each other label's subject at the same time as the first label's, on one
-    PostgreSQL server, the load alternating between them request by request (see
-    `perfpages.run.duet`): an option to be proven by its own A/A pair, not a default."""
-
-    name: str
-    cases: tuple[HttpCase, ...]
-    title: str = ""
-    description: str = ""
-    metrics: tuple[str, ...] = ("throughput", "p50", "p99")
-    labels: tuple[str, ...] = ()
-    rounds: int | None = None
-    window_s: float | None = None
-    flamegraph: bool = False
-    flame_rules: tuple[tuple[str, str], ...] = ()
-    engine: Literal["perfpages", "locust"] = "perfpages"
-    workers: int = 1  # Locust: local worker processes
-    remote_workers: int = 0  # Locust: workers the master waits for (`perfpages loadgen.worker`)
-    duet: bool = False  # two labels' subjects at once, the load alternating (perfpages.run.duet)
-
-    def __post_init__(self) -> None:
-        if not NAME.match(self.name):
-            raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
-                                 fix="use lower-case letters, digits, '-' or '_'")
-        if not self.cases:
-            raise PerfpagesError(f"block {self.name!r} needs cases", key=f"blocks.{self.name}")
-        if self.engine not in ("perfpages", "locust"):
-            raise PerfpagesError(f"block {self.name!r}: unknown engine {self.engine!r}",
-                                 key=f"blocks.{self.name}.engine",
-                                 fix='use engine="perfpages" or engine="locust"')
-        if self.workers < 1 or self.remote_workers < 0 or (
-                self.engine != "locust" and (self.workers, self.remote_workers) != (1, 0)):
-            raise PerfpagesError(f"block {self.name!r}: workers need engine=\"locust\", at "
-                                 "least one local", key=f"blocks.{self.name}.workers",
-                                 fix='set engine="locust", workers >= 1, remote_workers >= 0')
-        what = ("the Locust engine" if self.engine != "perfpages" else "a flame graph"
-                if self.flamegraph else "delay_ms" if any(c.delay_ms is not None
-                                                          for c in self.cases)
-                # alternating callers make both sides answer as many calls: a throughput
-                # "change" is an artefact (measured: −1.3 % "clear" where sequential saw +80 %)
-                else "throughput among its metrics" if "throughput" in self.metrics else "")
-        if self.duet and what:
-            raise PerfpagesError(f"block {self.name!r} runs as a duet, which cannot take {what}",
-                                 key=f"blocks.{self.name}.duet", fix=f"drop duet=True or {what}")
-
-    @property
-    def parameters(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(k for case in self.cases for k in case.params))
-
-
-@dataclass(frozen=True)
-class Service:
-    """How an HTTP suite runs its subject for a label.
-
-    `prepare(build, target, workdir)` runs once per label and run, before its first turn (create
-    its store, apply its configuration); `spec(build, target, workdir, env)` returns the
-    `perfpages.run.service.ServiceSpec` to start (`env`: the case's overrides)."""
-
-    spec: Callable[..., Any]
-    prepare: Callable[..., None] | None = None
-    floor_path: str = "/health"
-
-
-@dataclass(frozen=True)
 class Suite:
     """What a suite declares. `rule` chooses how changes are decided (see
     `perfpages.analysis.decision.Rule`): "ranges" (method v1) or an exact rank test at `alpha`
@@ -276,7 +179,8 @@ class Suite:
     placement: Placement = field(default_factory=Placement)
     rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
     alpha: float = 0.01
-    # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10
+    # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10;
+    # None: RESOLUTION_TARGET under an exact rule
     resolution_target: float | None = None
 
     def __post_init__(self) -> None:
@@ -298,6 +202,8 @@ class Suite:
                                      "between 0 and 1000", key="resolution_target",
                                      fix="give the change in percent a block must resolve, "
                                          "e.g. resolution_target=10")
+        if self.rule != "ranges" and self.resolution_target is None:
+            object.__setattr__(self, "resolution_target", RESOLUTION_TARGET)
         design = DESIGNS["ranges" if self.rule == "ranges" else "exact"]
         for name, value in design.items():
             if getattr(self, name) is None:  # frozen: set once, here

@@ -235,7 +235,7 @@ class Pins:
         `ALIAS:LABEL`, the two sides may come from two pinned runs (cells then pair on block and
         parameters), which must be comparable unless `allow_mixed`. Written as parameter
         values, `{"threads": 2}`, the cells differ only in those parameters (`by_values`)."""
-        if base == other:  # every change 0 and "no clear change", said of nothing
+        if base == other and isinstance(base, str):  # every change 0, said of nothing
             raise AnalysisError(f"{base!r} compared with itself",
                                 fix="compare two labels (an A/A pair is two labels too), or "
                                     "ALIAS:LABEL of two runs")
