@@ -90,6 +90,9 @@ class Cell:
 
     values: tuple[float, ...]
     rounds: tuple[int, ...] = field(default=(), compare=False)
+    # A transcribed summary's (min, max, rounds) as its source gives them (`perfpages import
+    # --rounds N`): the range of rounds perfpages never saw, which the source's rule judges.
+    given: tuple[float, float, int] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -99,7 +102,7 @@ class Cell:
 
     @property
     def n(self) -> int:
-        return len(self.values)
+        return self.given[2] if self.given else len(self.values)
 
     @property
     def median(self) -> float:
@@ -107,11 +110,11 @@ class Cell:
 
     @property
     def min(self) -> float:
-        return min(self.values)
+        return self.given[0] if self.given else min(self.values)
 
     @property
     def max(self) -> float:
-        return max(self.values)
+        return self.given[1] if self.given else max(self.values)
 
     def overlaps(self, other: Cell) -> bool:
         return self.min <= other.max and other.min <= self.max
@@ -246,6 +249,14 @@ class Change:
 
     @property
     def verdict(self) -> str:
+        text = self._verdict
+        if (self.base.given or self.other.given) and not self.rule.exact:
+            rule = f"the source's rule: ranges of {self.rounds} rounds apart"
+            return f"{text}, by {rule}" if self.clear else f"{text}: not clear by {rule}"
+        return text
+
+    @property
+    def _verdict(self) -> str:
         if not self.enough_rounds:
             return f"too few rounds ({self.rounds} < {self.min_rounds})"
         if self.rule.exact:

@@ -320,8 +320,12 @@ class Macros:
 
 
 def source_link(source: Source) -> str:
-    """"[title](url), date": the schema holds the URL to http(s) without ( ) [ ] < > or spaces."""
-    return f"[{escape.md(source.title)}]({source.url}), {escape.md(source.date)}"
+    """"[title](url), date": the schema holds the URL to http(s) without ( ) [ ] < > or spaces;
+    an unpublished source says who gave it. Its rule and method note follow, when given."""
+    head = (f"{escape.md(source.title)} ({escape.md(source.where())})" if not source.url else
+            f"[{escape.md(source.title)}]({source.url})")
+    extra = "".join(f"; {escape.md(x)}" for x in (source.rule_text(), source.method) if x)
+    return f"{head}, {escape.md(source.date)}{extra}"
 
 
 def given(text: object) -> str:

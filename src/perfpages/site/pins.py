@@ -8,6 +8,7 @@ from typing import Any
 
 from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import check_comparable
+from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site.store import Loaded, RunStore
@@ -195,8 +196,12 @@ class Pins:
         loaded = self.runs[alias]
         key = ("found", alias)
         if key not in loaded.memo:
+            given = given_cells(loaded.manifest.source, {
+                (r.block, r.parameters, r.label, r.metric): Cell(r.values, r.rounds)
+                for r in loaded.cells})
             loaded.memo[key] = [Found(alias, r.block, r.parameters, r.label, r.metric, r.params,
-                                      Cell(r.values, r.rounds)) for r in loaded.cells]
+                                      given[(r.block, r.parameters, r.label, r.metric)])
+                                for r in loaded.cells]
         return loaded.memo[key]
 
     def _has(self, alias: str, name: str) -> None:
