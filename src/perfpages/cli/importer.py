@@ -128,6 +128,8 @@ def _meta_labels(path: Path, raw: Any) -> tuple[list[str], list[str], list[str]]
 def already(results: Path, sha256: str) -> str | None:
     """The id of a transcribed run already imported from the same file, if any."""
     for run_json in sorted(results.glob(f"*/{RUN_FILE}")) if results.is_dir() else []:
+        if run_json.parent.name.startswith("."):  # an import killed before it sealed
+            continue
         try:
             data = json.loads(run_json.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -201,15 +203,15 @@ def import_table(results: Path, file: str, title: str | None, url: str | None,
     if not name:
         raise PerfpagesError(f"no suite name in {suite or path.stem!r}", key="--suite",
                              fix="name it with letters or digits: --suite NAME")
-    before = already(results, digest) if not again else None
-    if before:
-        raise PerfpagesError(f"this file is already imported, as run {before}", where=path,
-                             fix="pin that run; to import it a second time, pass --again")
     try:
         if results.exists() and not results.is_dir():
             raise PerfpagesError("not a directory", where=results, key="--results",
                                  fix="pass the directory that holds the runs with --results")
         remove_killed_imports(results)
+        before = already(results, digest) if not again else None
+        if before:
+            raise PerfpagesError(f"this file is already imported, as run {before}", where=path,
+                                 fix="pin that run; to import it a second time, pass --again")
         manifest = manifest_for(table, source, name, new_run_id(results, name, "transcribed"),
                                 command, labels)
         # Hidden until sealed: a killed import leaves no run to resume, only a hidden

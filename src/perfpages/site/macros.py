@@ -58,7 +58,8 @@ def scale(metric: str, unit: str | None) -> tuple[float, str]:
 
 
 def scaled(cell: Cell, factor: float) -> Cell:
-    return Cell(tuple(v * factor for v in cell.values))
+    given = cell.given and (cell.given[0] * factor, cell.given[1] * factor, cell.given[2])
+    return Cell(tuple(v * factor for v in cell.values), given=given or None)
 
 
 def cell_text(cell: Cell, unit: str = "", digits: int | None = None, spread: bool = True) -> str:
