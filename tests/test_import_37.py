@@ -249,3 +249,39 @@ def test_best_names_the_winner(tmp_path: Path) -> None:
         build_site(tmp_path / "site", {"index.md": page}, run.parent)
     assert any("best threads=2 1,010" in m or "best threads=2 1,012" in m
                for m in failed.value.messages), failed.value.messages
+
+
+# The reference's round trips: p50 at +0 / 0.5 / 1 / 2 ms of delay; the added round trip
+# measured by its calibration (psycopg2's one statement: 1.25 ms of p50 per ms of delay).
+TRIPS = "label,delay_ms,p50 (ms),added_rtt_ms (ms)\n" + "".join(
+    f"{label},{d},{p},{d * 1.25:g}\n"
+    for label, p50s in (("v0.42.0", (1.38, 6.62, 10.22, 19.44)),
+                        ("0.43", (1.26, 4.54, 6.86, 11.92)),
+                        ("0.43 + cache", (0.98, 1.67, 2.36, 3.46)))
+    for d, p in zip((0, 0.5, 1, 2), p50s, strict=True))
+
+
+def test_round_trips_with_the_measured_added_delay(tmp_path: Path) -> None:
+    run, _ = _import(tmp_path, TRIPS, *SOURCE, name="trips.csv")
+    page = (f"---\nruns:\n  rt: {run.name}\n---\n# Round trips\n\n"
+            '{{ round_trips(label="0.43 + cache") }}\n\n'
+            '{{ claim("0.42 makes about 7 round trips", trips(7.1, label="v0.42.0", '
+            'tolerance=0.2)) }}\n\n'
+            '{{ claim("with the cache, one", trips(1, label="0.43 + cache", tolerance=0.2)) }}\n')
+    _, warnings = build_site(tmp_path / "site", {"index.md": page}, run.parent)
+    assert warnings == []
+    # Without the added round trip, the message says which column is missing.
+    bare = "label,delay_ms,p50 (ms)\na,0,1.0\na,1,2.0\n"
+    run, _ = _import(tmp_path, bare, *SOURCE, name="bare.csv")
+    page = (f"---\nruns:\n  rt: {run.name}\n---\n# Round trips\n\n"
+            '{{ claim("one", trips(1)) }}\n')
+    with pytest.raises(Failed) as failed:
+        build_site(tmp_path / "site", {"index.md": page}, run.parent)
+    assert any("added_rtt_ms (ms)" in m for m in failed.value.messages), failed.value.messages
+
+
+def test_load_adds_nothing_the_source_never_gave(tmp_path: Path) -> None:
+    from perfpages.archive.frame import load
+
+    run, _ = _import(tmp_path, SHARES, *SOURCE, name="shares.csv")
+    assert set(load(run)["metric"]) == {"share"}

@@ -340,6 +340,11 @@ class Pins:
             rest = params_key({k: v for k, v in f.params.items() if k != "delay_ms"})
             series.setdefault((f.run, f.block, f.label, rest), []).append(
                 (float(f.params["delay_ms"]), f, other))
+        if not series and any("delay_ms" in f.params for f in cells) and not measured:
+            raise AnalysisError(f"the cells of {metric!r} across delay_ms have no measured "
+                                "added round trip (added_rtt_ms) beside them",
+                                fix="a transcribed table gives it as a column `added_rtt_ms "
+                                    "(ms)`: the round-trip time the delay added")
         if not series:
             raise AnalysisError(f"no cells of {metric!r} measured across delays",
                                 fix="select a block whose cases set delay_ms")
