@@ -124,15 +124,18 @@ def test_builds_settings_and_method_are_shown(tmp_path: Path) -> None:
     assert "v3's harness and method" in _report(run)
     page = (f"---\nruns:\n  v4: {run.name}\n---\n# QueryAPIGate v4\n\n"
             "{{ settings(env=True) }}\n\n{{ settings() }}\n\n"
-            'Cache: {{ fact("labels.0.43 + cache.env.QUERYAPIGATE_METADATA_CACHE_TTL") }}\n')
+            'Cache: {{ fact("labels.0.43 + cache.env.QUERYAPIGATE_METADATA_CACHE_TTL") }}\n\n'
+            'Method: {{ fact("source.method") }}\n')
     site, warnings = build_site(tmp_path / "site", {"index.md": page}, run.parent)
     html = (site / "index.html").read_text().replace("&#95;", "_")
     assert warnings == []
     assert "QUERYAPIGATE_METADATA_CACHE_TTL" in html and "max_connections" in html
     assert "Cache: 5" in html
-    assert "v3&#39;s harness and method" in html
+    assert "Method: v3&#39;s harness and method" in html
+    assert "build, as the source states it" in html and "git commit 647ab6f" in html
     run_page = (site / "runs" / run.name / "index.html").read_text().replace("&#95;", "_")
     assert "647ab6f" in run_page and "QUERYAPIGATE_METADATA_CACHE_TTL" in run_page
+    assert "The source&#39;s method: v3&#39;s harness and method" in run_page
     _, err = _import(tmp_path, CALLERS, *SOURCE, "--build", "v9=x", "--again", ok=False)
     assert err.startswith("error: --build: no label 'v9' in the table")
     _, err = _import(tmp_path, CALLERS, *SOURCE, "--env", "0.43=5", "--again", ok=False)

@@ -31,6 +31,8 @@ from perfpages.archive.manifest import Source
 from perfpages.archive.window import Scalar, Window, params_key
 from perfpages.errors import PerfpagesError
 
+# A label's pin note when the source states its build (`perfpages import --build`).
+BUILD_NOTE = "as its source states it, not built here: "
 MAX_BYTES = 16 << 20  # a published table is a few KB
 MAX_ROUNDS = 10_000  # a published table gives a few rounds per cell, never millions
 DEFAULT_BLOCK = "table"

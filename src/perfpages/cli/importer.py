@@ -37,9 +37,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-.")
 
 
-BUILD_NOTE = "as its source states it, not built here: "
-
-
 def labels_for(table: transcribed.Table, builds: dict[str, str],
                env: dict[str, dict[str, str]], settings: dict[str, dict[str, Any]]
                ) -> dict[str, Label]:
@@ -50,8 +47,8 @@ def labels_for(table: transcribed.Table, builds: dict[str, str],
         if unknown:
             raise PerfpagesError(f"no label {unknown[0]!r} in the table", key=option,
                                  fix=f"use one of: {', '.join(table.labels)}")
-    return {name: Label(name, Pin("none", note=BUILD_NOTE + builds[name] if name in builds
-                                  else PIN_NOTE),
+    return {name: Label(name, Pin("none", note=transcribed.BUILD_NOTE + builds[name]
+                                  if name in builds else PIN_NOTE),
                         env=dict(env.get(name, {})), pg_settings=dict(settings.get(name, {})))
             for name in table.labels}
 
@@ -65,6 +62,8 @@ def manifest_for(table: transcribed.Table, source: Source, suite: str, run_id: s
         note = (f"a summary transcribed as published: each cell the median of {source.rounds} "
                 "rounds with its given min and max (METRIC.min, METRIC.max), judged by "
                 f"{source.rule_text()}")
+    if source.method:
+        note += f". The source's method: {source.method}"
     return Manifest(
         id=run_id, suite=suite, title=table.title or f"{source.title} (transcribed)",
         scope="transcribed", status="running", started=utc_now(), command=command,
@@ -229,7 +228,8 @@ def import_table(results: Path, file: str, title: str | None, url: str | None,
         raise PerfpagesError(f"cannot write the run ({exc.strerror or exc}); nothing was "
                              "archived", where=results, key="--results",
                              fix="free space, or make the results directory writable") from None
-    shown = f"{len(table.rows)} rows, {len(table.labels)} labels, " + (
+    labels_shown = f"{len(table.labels)} label{'s' if len(table.labels) != 1 else ''}"
+    shown = f"{len(table.rows)} rows, {labels_shown}, " + (
         f"{table.rounds} rounds" if table.values == "rounds" else
         f"a summary judged by {source.rule_text()}" if source.rule_text() else
         "a summary (no rounds)")

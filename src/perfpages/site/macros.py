@@ -322,10 +322,11 @@ class Macros:
 
 def source_link(source: Source) -> str:
     """"[title](url), date": the schema holds the URL to http(s) without ( ) [ ] < > or spaces;
-    an unpublished source says who gave it. Its rule and method note follow, when given."""
+    an unpublished source says who gave it. Its rule follows, when given (its method note is
+    the run's method notes, on its page)."""
     head = (f"{escape.md(source.title)} ({escape.md(source.where())})" if not source.url else
             f"[{escape.md(source.title)}]({source.url})")
-    extra = "".join(f"; {escape.md(x)}" for x in (source.rule_text(), source.method) if x)
+    extra = f"; {escape.md(source.rule_text())}" if source.rule_text() else ""
     return f"{head}, {escape.md(source.date)}{extra}"
 
 
