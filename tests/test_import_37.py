@@ -288,3 +288,26 @@ def test_load_adds_nothing_the_source_never_gave(tmp_path: Path) -> None:
 
     run, _ = _import(tmp_path, SHARES, *SOURCE, name="shares.csv")
     assert set(load(run)["metric"]) == {"share"}
+
+
+def test_equals_reads_a_figure_as_printed(tmp_path: Path) -> None:
+    q13 = ("label,clients,throughput (/s),p95 (s)\nstock,8,8.31,1.83\nstock,32,7.99,4.73\n"
+           "workers 16,8,8.16,1.10\nworkers 16,32,7.79,4.16\n")
+    run, _ = _import(tmp_path, q13, *SOURCE, "--setting", "workers 16:max_parallel_workers=16",
+                     name="q13.csv")
+
+    def page(claim: str) -> str:
+        return (f"---\nruns:\n  tap: {run.name}\n---\n# Q13\n\n"
+                '{{ table("p95", rows="clients", unit="s") }}\n\n'
+                f"{{{{ claim({claim}) }}}}\n")
+
+    true = ('"p95 at 8 clients 1.83 s to 1.10 s", all_of(equals("p95", 1.83, unit="s", '
+            'label="stock", where={"clients": 8}), equals("p95", 1.10, unit="s", '
+            'label="workers 16", where={"clients": 8}))')
+    _, warnings = build_site(tmp_path / "site", {"index.md": page(true)}, run.parent)
+    assert warnings == []
+    with pytest.raises(Failed) as failed:
+        build_site(tmp_path / "site", {"index.md": page(true.replace("1.83", "1.84"))},
+                   run.parent)
+    assert any("p95 of 1.84 s as printed" in m and "1.83 s" in m
+               for m in failed.value.messages), failed.value.messages

@@ -124,7 +124,7 @@ class Conditions:
                 "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
                 "best": self.best, "steps": self.steps, "trips": self.trips,
                 "spike": self.spike, "statement": self.statement, "times": self.times,
-                "all_of": all_of}
+                "all_of": all_of, "equals": self.equals}
 
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change, float]]:
@@ -283,6 +283,28 @@ class Conditions:
                              f"{side_text(base)} in every cell ({metric}; from "
                              f"{format_number(band[0], 6)} to {format_number(band[1], 6)})",
                          _listing(items))
+
+    def equals(self, metric: str, value: float, *, unit: str | None = None,
+               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
+        """Every selected cell's median (or stat="min"/"max": its min or max) is `value` as
+        printed: within half a unit of its last typed decimal, or of `digits=` (the tolerance
+        rule): "a p95 of 1.83 s at 8 clients" is equals("p95", 1.83, unit="s", …)."""
+        if stat not in ("median", "min", "max"):
+            raise AnalysisError(f"stat must be median, min or max, not {stat!r}")
+        factor, shown_unit = scale(metric, unit)
+        tol = printed_tolerance(value, digits)
+        band = (value - tol, value + tol)
+        places_ = digits if digits is not None else typed_places(value)
+        items, ok = [], True
+        for f in self.pins.select(metric=metric, **filters):
+            got = getattr(f.cell, stat) * factor
+            ok &= decision.within(got, *band)
+            at = telling(got, band, max(places_, places(format_value(got, shown_unit))))
+            items.append(f"{f.describe()}: {format_value(got, shown_unit, at)}")
+        what = metric if stat == "median" else f"{metric} ({stat})"
+        return Condition(ok, f"{what} of {format_value(value, shown_unit, places_)} as printed "
+                             f"in every cell (from {format_number(band[0], 6)} to "
+                             f"{format_number(band[1], 6)})", _listing(items))
 
     def below(self, metric: str, limit: float, *, unit: str | None = None,
               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
