@@ -253,8 +253,7 @@ class Conditions:
 
         shown_band = bound(low) if low == high else f"{bound(low)}–{bound(high)}"
         expected = (f"a {what} of {side_text(other)} over {side_text(base)} of {shown_band} as "
-                    f"printed ({metric}; from {format_number(band[0], 6)} to "
-                    f"{format_number(band[1], 6)})")
+                    f"printed ({metric}; from {band[0]:g} to {band[1]:g})")
         return bounded(ok, expected, items, judged, f"bounds {text(low)}–{text(high)}"
                        + ("" if absolute else " %"))
 
@@ -281,7 +280,7 @@ class Conditions:
                          f"{format_number(c.other.median)})")
         return Condition(ok, f"{side_text(other)} {text(factor)} times as fast as "
                              f"{side_text(base)} in every cell ({metric}; from "
-                             f"{format_number(band[0], 6)} to {format_number(band[1], 6)})",
+                             f"{band[0]:g} to {band[1]:g})",
                          _listing(items))
 
     def equals(self, metric: str, value: float, *, unit: str | None = None,
@@ -299,12 +298,11 @@ class Conditions:
         for f in self.pins.select(metric=metric, **filters):
             got = getattr(f.cell, stat) * factor
             ok &= decision.within(got, *band)
-            at = telling(got, band, max(places_, places(format_value(got, shown_unit))))
+            at = telling(got, band, max(places_, places(format_number(got))))
             items.append(f"{f.describe()}: {format_value(got, shown_unit, at)}")
         what = metric if stat == "median" else f"{metric} ({stat})"
         return Condition(ok, f"{what} of {format_value(value, shown_unit, places_)} as printed "
-                             f"in every cell (from {format_number(band[0], 6)} to "
-                             f"{format_number(band[1], 6)})", _listing(items))
+                             f"in every cell (from {band[0]:g} to {band[1]:g})", _listing(items))
 
     def below(self, metric: str, limit: float, *, unit: str | None = None,
               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
