@@ -311,3 +311,19 @@ def test_equals_reads_a_figure_as_printed(tmp_path: Path) -> None:
                    run.parent)
     assert any("p95 of 1.84 s as printed" in m and "1.83 s" in m
                for m in failed.value.messages), failed.value.messages
+
+
+def test_a_summary_without_rounds_still_reads_its_given_ranges(tmp_path: Path) -> None:
+    run, _ = _import(tmp_path, CALLERS, *SOURCE)  # no --rounds: never a verdict
+    report = _report(run)
+    assert "786 (751–829)" in report and "too few rounds (1 < 5)" in report
+    assert "source's rule" not in report
+    page = _page(run, '"plain overlaps at the edges", overlap("v0.42.0", "0.43", '
+                      'where={"call": "plain"})')
+    site, warnings = build_site(tmp_path / "site", {"index.md": page}, run.parent)
+    assert warnings == [] and "786 (751–829)" in (site / "index.html").read_text()
+    page = _page(run, '"governed overlaps", overlap("v0.42.0", "0.43", '
+                      'where={"call": "governed"})')
+    with pytest.raises(Failed) as failed:
+        build_site(tmp_path / "site", {"index.md": page}, run.parent)
+    assert any("713–771 vs 803–856" in m for m in failed.value.messages), failed.value.messages

@@ -90,8 +90,9 @@ class Cell:
 
     values: tuple[float, ...]
     rounds: tuple[int, ...] = field(default=(), compare=False)
-    # A transcribed summary's (min, max, rounds) as its source gives them (`perfpages import
-    # --rounds N`): the range of rounds perfpages never saw, which the source's rule judges.
+    # A transcribed summary's (min, max, rounds) as its source gives them: the range of rounds
+    # perfpages never saw; rounds 0 when the source states none (`perfpages import --rounds N
+    # --rule ranges` states them, and the source's rule then judges the range).
     given: tuple[float, float, int] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -102,7 +103,7 @@ class Cell:
 
     @property
     def n(self) -> int:
-        return self.given[2] if self.given else len(self.values)
+        return self.given[2] if self.given and self.given[2] else len(self.values)
 
     @property
     def median(self) -> float:
@@ -250,7 +251,7 @@ class Change:
     @property
     def verdict(self) -> str:
         text = self._verdict
-        if (self.base.given or self.other.given) and not self.rule.exact:
+        if any(c.given and c.given[2] for c in (self.base, self.other)) and not self.rule.exact:
             rule = f"the source's rule: ranges of {self.rounds} rounds apart"
             return f"{text}, by {rule}" if self.clear else f"{text}: not clear by {rule}"
         return text

@@ -541,19 +541,19 @@ def windows(table: Table, source: Source) -> list[Window]:
 
 
 def given_cells(source: Source | None, cells: dict[Any, Cell]) -> dict[Any, Cell]:
-    """A summary whose source states its rounds and rule (`--rounds N --rule ranges`): each
-    median with its given min and max (METRIC.min, METRIC.max) becomes a cell of N rounds with
-    that range, which the source's rule judges; cells of any other run as they are."""
-    if source is None or source.values != "summary" or not source.rule_text():
+    """A summary's medians with their given min and max (METRIC.min, METRIC.max): each cell
+    carries that range, which every range-reading claim and table reads; with the rounds and
+    rule its source states (`--rounds N --rule ranges`), a cell of N rounds that the source's
+    rule judges, else of its one value (never a verdict). Cells of any other run as they are."""
+    if source is None or source.values != "summary":
         return cells
-    assert source.rounds
+    rounds = source.rounds or 0 if source.rule_text() else 0
     out = dict(cells)
     for key, cell in cells.items():
         *where, metric = key
         low, high = (cells.get((*where, f"{metric}.{b}")) for b in GIVEN_BOUNDS)
         if low is not None and high is not None:
-            out[key] = Cell(cell.values, cell.rounds, (low.values[0], high.values[0],
-                                                       source.rounds))
+            out[key] = Cell(cell.values, cell.rounds, (low.values[0], high.values[0], rounds))
     return out
 
 

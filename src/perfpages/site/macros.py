@@ -65,7 +65,7 @@ def scaled(cell: Cell, factor: float) -> Cell:
 def cell_text(cell: Cell, unit: str = "", digits: int | None = None, spread: bool = True) -> str:
     """"1.27 ms (1.23–1.30)": the median with its unit, then the range of the rounds."""
     head = format_value(cell.median, unit, digits)
-    if not spread or cell.n == 1:
+    if not spread or (cell.n == 1 and not cell.given):
         return head
     return f"{head} ({format_number(cell.min, digits)}–{format_number(cell.max, digits)})"
 
