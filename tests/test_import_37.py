@@ -327,3 +327,22 @@ def test_a_summary_without_rounds_still_reads_its_given_ranges(tmp_path: Path) -
     with pytest.raises(Failed) as failed:
         build_site(tmp_path / "site", {"index.md": page}, run.parent)
     assert any("713–771 vs 803–856" in m for m in failed.value.messages), failed.value.messages
+
+
+def test_largest_share(tmp_path: Path) -> None:
+    cpu = ("label,part,share (%)\n0.43,Store,22.9\n0.43 + cache,Store,4.5\n0.43,Logging,21.2\n"
+           "0.43 + cache,Logging,25.2\n")
+    run, _ = _import(tmp_path, cpu, *SOURCE, name="cpu.csv")
+
+    def page(claim: str) -> str:
+        return (f"---\nruns:\n  cpu: {run.name}\n---\n# CPU\n\n"
+                '{{ table("share", rows="part") }}\n\n' f"{{{{ claim({claim}) }}}}\n")
+
+    true = ('"with the cache, logging is the largest cost", best("part", "Logging", "share", '
+            'label="0.43 + cache", largest=True)')
+    _, warnings = build_site(tmp_path / "site", {"index.md": page(true)}, run.parent)
+    assert warnings == []
+    with pytest.raises(Failed) as failed:
+        build_site(tmp_path / "site", {"index.md": page(true.replace('"0.43 + cache"', '"0.43"'))},
+                   run.parent)
+    assert any("best part=Store 22.9" in m for m in failed.value.messages), failed.value.messages

@@ -346,12 +346,19 @@ class Conditions:
                              f"in every cell ({metric})", _listing(items))
 
     def best(self, x: str, value: Any, metric: str = "throughput", *, clear: bool = False,
-             **filters: Any) -> Condition:
+             largest: bool | None = None, **filters: Any) -> Condition:
         """In every series along `x` (the selected cells alike but for `x`), the cell at
-        `x=value` has the best median — with clear=True, a clear gain over every other."""
-        higher = info(metric).higher_is_better
+        `x=value` has the best median — with clear=True, a clear gain over every other;
+        largest=True (or False): the largest (smallest) median, for a metric without a better
+        direction too ("logging is the largest share")."""
+        directed = info(metric).higher_is_better
+        higher = directed if largest is None else largest
         if higher is None:
-            raise AnalysisError(f"{metric!r} has no better direction: best() needs one")
+            raise AnalysisError(f"{metric!r} has no better direction: best() needs one",
+                                fix="say which: best(…, largest=True) for the largest median")
+        if clear and directed is None:
+            raise AnalysisError(f"{metric!r} has no better direction: no gain is clear",
+                                fix="drop clear=True: largest= compares the medians")
         series: dict[tuple[Any, ...], list[Found]] = {}
         judged: list[Judged] = []
         for f in self.pins.select(metric=metric, **filters):
@@ -367,7 +374,9 @@ class Conditions:
             top = at[0]
             rivals = [judge(self.pins, f, top, metric) for f in cells if f is not top]
             judged += [Judged(top.run, top.block, c, nan, None, clear) for c in rivals]
-            good = all(c.better is True and (c.clear or not clear) for c in rivals)
+            good = all(c.better is True and (c.clear or not clear) for c in rivals) \
+                if largest is None else all(c.ratio != 1 and (c.ratio > 1) == higher
+                                            for c in rivals)
             ok &= good
             runner = min(rivals, key=lambda c: abs(c.ratio - 1))
             shown = (f"{top.describe()}: {x}={text(value)} {format_number(top.cell.median)}"
@@ -383,7 +392,8 @@ class Conditions:
                          f"{format_number(win.cell.median)} ({format_percent(beaten.percent)}"
                          f", {verdict(beaten)})")
             items.append(shown)
-        word = "clearly best" if clear else "best"
+        word = ("clearly best" if clear else "best") if largest is None else (
+            "largest" if largest else "smallest")
         return Condition(ok, f"{x}={text(value)} {word} along {x} in every series ({metric})",
                          _listing(items), tuple(judged))
 
