@@ -564,7 +564,7 @@ def method_text(source: Source, rounds: int, min_rounds: int) -> str:
                 f"cell the median of {source.rounds} rounds with its given min–max range; "
                 f"changes decided by {source.rule_text()} (a change is clear when the given "
                 "ranges do not overlap), not by a test of perfpages'"
-                + (f"; the source's method: {source.method}" if source.method else ""))
+                + (f"; the source's method: {source.method.rstrip('.')}" if source.method else ""))
     if source.values == "summary":
         return ("a summary as its source published it, transcribed, not measured here: one "
                 "given value per cell (a median, its given min and max shown as METRIC.min "
