@@ -169,6 +169,11 @@ def test_any_table_a_page_publishes(tmp_path: Path) -> None:
     assert data["source"]["notes"] == {
         "table/0.43/key=governed/p99.99": "v3: 73.7",
         "table/0.43/key=governed/max": "the first call"}
+    page = (f"---\nruns:\n  cold: {run.name}\n---\n# Cold\n\n"
+            '{{ table(["p99.99", "max"], rows="metric", columns="key") }}\n')
+    site, warnings = build_site(tmp_path / "site", {"index.md": page}, run.parent)
+    html = (site / "index.html").read_text()
+    assert warnings == [] and "22.3 (v3: 73.7)" in html and "139 (the first call)" in html
     run, _ = _import(tmp_path, MIXED, *SOURCE, *RULE, name="mixed.csv")
     report = _report(run)
     assert "6.58 (6.47–6.64)" in report and "826 (770–832)" in report

@@ -26,6 +26,7 @@ from perfpages.analysis.metric import (
     metrics_title,
 )
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
+from perfpages.analysis.transcribed import note_key
 from perfpages.archive import files
 from perfpages.archive.manifest import Source
 from perfpages.archive.reader import path_part
@@ -157,11 +158,19 @@ class Macros:
                     line.append("—")
                     continue
                 factor, _ = units[f.metric]  # the unit is in the header, not in every cell
-                line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)))
+                line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)
+                                      + self._note(f)))
             for other in extra:
                 line += self._change_cell(grid, change, other, r, rows, columns, exact)
             body.append(line)
         return "\n\n" + escape.table(header, body) + "\n\n" + self._sources(found)
+
+    def _note(self, f: Found) -> str:
+        """A transcribed cell's note as its source prints it: " (v3: 73.7)"; "" for none."""
+        source = self.pins.runs[f.run].manifest.source
+        note = source.notes.get(note_key(f.block, f.label, f.parameters, f.metric)) \
+            if source is not None else None
+        return f" ({note})" if note else ""
 
     def _sources(self, found: list[Found]) -> str:
         """Beside a table of transcribed cells: where they were published, not measured."""
