@@ -57,6 +57,7 @@ def test_import_verify_report_cite_and_a_page_over_it(tmp_path: Path) -> None:
     assert (run_dir / "seal.json").is_file()
     data = json.loads((run_dir / "run.json").read_text())
     assert data["scope"] == "transcribed" and data["status"] == "complete"
+    assert len(data["source"].pop("sha256")) == 64  # the file's: the same file twice is refused
     assert data["source"] == {"title": SOURCE[1], "url": SOURCE[3], "date": "2026-10-01",
                               "values": "rounds"}
 

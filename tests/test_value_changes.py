@@ -107,7 +107,7 @@ def test_best_along_a_parameter(sweep: Pins) -> None:
     worst = c.best("callers", 32, "p50")
     assert not worst.holds
     assert worst.expected == "callers=32 best along callers in every series (p50)"
-    assert "callers=32" in worst.data and "next" in worst.data
+    assert "callers=32" in worst.data and "best callers=1" in worst.data  # the winner, named
     assert not c.best("callers", 1).holds  # the paced caller has the least throughput
     with pytest.raises(AnalysisError, match="0 cells at callers=3"):
         c.best("callers", 3)

@@ -31,7 +31,7 @@ EXACT_COLUMNS = ["block", "parameters", "metric", "labels", "base", "other", "ch
 
 
 def cell_text(cell: Cell, digits: int | None = None) -> str:
-    if cell.n == 1:
+    if cell.n == 1 and not cell.given:  # a summary's given range prints, as its source's
         return format_number(cell.median, digits)
     if digits is None and cell.min != cell.max and format_number(cell.min) == format_number(
             cell.max):

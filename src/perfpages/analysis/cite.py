@@ -26,7 +26,10 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
     data = data or build(run)
     machine = m.machine
     # Titles, labels, pins and the machine come from the archive: escaped, never markup.
-    pins = [f"- {span(name)}: {prose(label.pin.describe())}" for name, label in m.labels.items()]
+    pins = [f"- {span(name)}: {prose(label.pin.describe())}" + (
+        # a transcribed run: the label's settings as its source states them
+        "".join(f"; {prose(f'{k}={v}')}" for k, v in {**label.env, **label.pg_settings}.items())
+        if m.source is not None else "") for name, label in m.labels.items()]
     commit = prose(m.harness.get("commit") or "unknown")
     name = f"[`{m.id}`]({run_url(site_url, m.id)})" if site_url else f"`{m.id}`"
     lines = [
@@ -38,7 +41,9 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
                                  f"{machine.get('kernel')}, Python {machine.get('python')}, "
                                  f"PostgreSQL {machine.get('postgresql') or 'n/a'}")]
           if m.source is None else  # nothing of it ran on a machine here
-          [f"- archived: {m.started[:10]}, " + prose(m.source.note())]),
+          [f"- archived: {m.started[:10]}, " + prose(m.source.note()),
+           *([f"- decided by {prose(m.source.rule_text())}"] if m.source.rule_text() else []),
+           *([f"- the source's method: {prose(m.source.method)}"] if m.source.method else [])]),
         f"- harness: perfpages {prose(m.harness.get('version'))} @ {commit}",
         "- pins:",
         *[f"  {p}" for p in pins],
@@ -50,7 +55,9 @@ def cite(run: Run, site_url: str, data: dict[str, Any] | None = None) -> str:
                   *[f"- {prose(w)}" for w in data["warnings"]], ""]
     if data["tables"]:
         head = data["tables"][0]
-        lines += [f"{prose(head['title'])}, median (min–max) of the rounds:", "",
+        what = ("median (min–max) of the rounds" if m.source is None or
+                m.source.values == "rounds" else "as its source gives them")
+        lines += [f"{prose(head['title'])}, {what}:", "",
                   *_md_table(head["columns"], head["rows"]), ""]
     if data["changes"]["summary"]:
         lines += [f"- {prose(s)}" for s in data["changes"]["summary"]] + [""]

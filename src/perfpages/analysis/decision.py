@@ -48,6 +48,10 @@ class Cell:
 
     values: tuple[float, ...]
     rounds: tuple[int, ...] = field(default=(), compare=False)
+    # A transcribed summary's (min, max, rounds) as its source gives them: the range of rounds
+    # perfpages never saw; rounds 0 when the source states none (`perfpages import --rounds N
+    # --rule ranges` states them, and the source's rule then judges the range).
+    given: tuple[float, float, int] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -57,7 +61,7 @@ class Cell:
 
     @property
     def n(self) -> int:
-        return len(self.values)
+        return self.given[2] if self.given and self.given[2] else len(self.values)
 
     @property
     def median(self) -> float:
@@ -65,11 +69,11 @@ class Cell:
 
     @property
     def min(self) -> float:
-        return min(self.values)
+        return self.given[0] if self.given else min(self.values)
 
     @property
     def max(self) -> float:
-        return max(self.values)
+        return self.given[1] if self.given else max(self.values)
 
     def overlaps(self, other: Cell) -> bool:
         return self.min <= other.max and other.min <= self.max
@@ -207,6 +211,14 @@ class Change:
 
     @property
     def verdict(self) -> str:
+        text = self._verdict
+        if any(c.given and c.given[2] for c in (self.base, self.other)) and not self.rule.exact:
+            rule = f"the source's rule: ranges of {self.rounds} rounds apart"
+            return f"{text}, by {rule}" if self.clear else f"{text}: not clear by {rule}"
+        return text
+
+    @property
+    def _verdict(self) -> str:
         if not self.enough_rounds:
             return f"too few rounds ({self.rounds} < {self.min_rounds})"
         if self.rule.exact:

@@ -44,6 +44,8 @@ _KNOWN: dict[str, MetricInfo] = {
     "round_trips": MetricInfo("round_trips", "round trips per call", "", False),
     "statements": MetricInfo("statements", "statements per call", "", False),
     "added_rtt_ms": MetricInfo("added_rtt_ms", "added round-trip time", "ms", None),
+    # A share of samples or of time (a profile's CPU shares): shown and bounded, not judged.
+    "share": MetricInfo("share", "share", "%", None),
     # Cost per call (perfpages.run.cost): work a call takes, which the machine's speed barely moves.
     "cpu_ms": MetricInfo("cpu_ms", "subject CPU per call", "ms", False),
     "pg_cpu_ms": MetricInfo("pg_cpu_ms", "PostgreSQL CPU per call", "ms", False),

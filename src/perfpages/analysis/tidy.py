@@ -11,7 +11,9 @@ from functools import cached_property
 from typing import Any
 
 from perfpages.analysis.decision import Cell
+from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.frame import rows
+from perfpages.archive.manifest import Source
 from perfpages.archive.reader import Run
 
 Row = dict[str, Any]
@@ -22,12 +24,13 @@ class Tidy:
     """Rows of one run, or of labels of several (`crossrun`), in the order `rows` gives them:
     one per (run, kind, block, label, round, parameters, metric), each parameter a key too."""
 
-    def __init__(self, rows: list[Row]) -> None:
+    def __init__(self, rows: list[Row], source: Source | None = None) -> None:
         self.rows = rows
+        self.source = source  # a transcribed run's: its given ranges make its cells
 
     @classmethod
     def of(cls, run: Run, kinds: Iterable[str] = ("measure", "floor")) -> Tidy:
-        return cls(rows(run, kinds))
+        return cls(rows(run, kinds), run.manifest.source)
 
     @cached_property
     def measured(self) -> list[Row]:
@@ -49,7 +52,7 @@ class Tidy:
         for key, pairs in groups.items():
             pairs.sort(key=lambda p: p[0])  # stable
             out[key] = Cell(tuple(v for _, v in pairs), tuple(r for r, _ in pairs))
-        return out
+        return given_cells(self.source, out)
 
     def cells_of(self, *metrics: str) -> dict[CellKey, Cell]:
         """The measured cells of these metrics, in the same order."""

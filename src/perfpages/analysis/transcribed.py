@@ -25,17 +25,25 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from perfpages.analysis.decision import Cell
 from perfpages.analysis.metric import GIVEN_BOUNDS, info, known
 from perfpages.archive.manifest import Source
 from perfpages.archive.window import Scalar, Window, params_key
 from perfpages.errors import PerfpagesError
 
+# A label's pin note when the source states its build (`perfpages import --build`).
+BUILD_NOTE = "as its source states it, not built here: "
 MAX_BYTES = 16 << 20  # a published table is a few KB
 MAX_ROUNDS = 10_000  # a published table gives a few rounds per cell, never millions
 DEFAULT_BLOCK = "table"
+# A JSON file's keys beside `rows`: the command line's options (an option given wins).
+META_KEYS = ("suite", "title", "run_title", "url", "unpublished", "date", "rounds", "rule",
+             "method", "labels")
 RESERVED = ("run", "kind", "parameters", "metric", "value", "window")  # names of the frame
 _COLUMN = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)(?:\s+(?P<stat>median|min|max))?\s*"
                      r"\((?P<unit>[^()]*)\)$")
+_NOTE = re.compile(r"^([A-Za-z0-9_.]+) note$")  # `p99.99 note`: what the source adds to a cell
+_THOUSANDS = re.compile(r"^[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?$")  # 1,012 as the source printed it
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _URL_UNSAFE = re.compile(r"[\s<>()\[\]\"'`]")
 # What a unit may be given in, as the factor to the unit perfpages stores.
@@ -45,7 +53,7 @@ _UNITS = {"ms": {"ms": 1.0, "us": 1e-3, "µs": 1e-3, "s": 1e3}}
 @dataclass(frozen=True)
 class Column:
     header: str
-    role: Literal["block", "label", "round", "param", "metric"]
+    role: Literal["block", "label", "round", "param", "metric", "note"]
     name: str = ""  # a metric as stored ("p99", "throughput.min"), or a parameter's name
     factor: float = 1.0
 
@@ -59,6 +67,7 @@ class Row:
     round: int
     params: dict[str, Scalar]
     metrics: dict[str, float]
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,6 +78,8 @@ class Table:
     title: str = ""
     labels: list[str] = field(default_factory=list)
     blocks: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # metrics, params
+    meta: dict[str, Any] = field(default_factory=dict)  # a JSON file's source keys, as given
+    notes: dict[str, str] = field(default_factory=dict)  # a cell's note, as printed
 
     @property
     def rounds(self) -> int:
@@ -76,21 +87,33 @@ class Table:
 
 
 def check_source(title: str | None, url: str | None, day: str | None,
-                 values: Literal["rounds", "summary"] = "rounds") -> Source:
-    """The source a transcribed run must name: a title, an http(s) URL without credentials, and
-    the date it was published (not after today)."""
-    fix = "name the source: --title TEXT --url https://… --date YYYY-MM-DD"
-    for option, value in (("--title", title), ("--url", url), ("--date", day)):
+                 values: Literal["rounds", "summary"] = "rounds",
+                 unpublished: str | None = None) -> Source:
+    """The source a transcribed run must name: a title, an http(s) URL without credentials (or,
+    unpublished, who gave it), and the date it was published or received (not after today)."""
+    fix = ("name the source: --title TEXT --url https://… --date YYYY-MM-DD (unpublished: "
+           "--unpublished WHO --date RECEIVED)")
+    if unpublished is not None and url:
+        raise PerfpagesError("a source is published (--url) or not (--unpublished), not both",
+                             key="--unpublished", fix="give one of the two")
+    if unpublished is not None and (not unpublished.strip() or not unpublished.isprintable()):
+        raise PerfpagesError("an unpublished source names who gave it, on one line",
+                             key="--unpublished", fix='e.g. --unpublished "J. Doe, by e-mail"')
+    for option, value in (("--title", title), ("--url", url or unpublished), ("--date", day)):
         if not value or not value.strip():
             raise PerfpagesError("a transcribed run needs its source", key=option, fix=fix)
-    assert title and url and day
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname or _URL_UNSAFE.search(url):
-        raise PerfpagesError(f"not an http(s) address: {url!r}", key="--url",
-                             fix="give the page the table was published on, https://…")
-    if "@" in parts.netloc:  # a user or token in an address would reach the archive and site
-        raise PerfpagesError("the address holds a user or password", key="--url",
-                             fix="give the public address, without user:password@")
+    assert title and day
+    if unpublished is None:
+        assert url
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or \
+                _URL_UNSAFE.search(url):
+            raise PerfpagesError(f"not an http(s) address: {url!r}", key="--url",
+                                 fix="give the page the table was published on, https://… "
+                                     "(not published: --unpublished WHO)")
+        if "@" in parts.netloc:  # a user or token in an address would reach the archive and site
+            raise PerfpagesError("the address holds a user or password", key="--url",
+                                 fix="give the public address, without user:password@")
     try:
         published = date.fromisoformat(day.strip())
     except ValueError:
@@ -99,8 +122,32 @@ def check_source(title: str | None, url: str | None, day: str | None,
     if len(day.strip()) != 10 or published > datetime.now(UTC).date():
         raise PerfpagesError(f"not a past day as YYYY-MM-DD: {day!r}", key="--date",
                              fix="give the day the source was published, YYYY-MM-DD")
-    return Source(title=" ".join(title.split()), url=url.strip(),
-                  date=published.isoformat(), values=values)
+    return Source(title=" ".join(title.split()), url=(url or "").strip(),
+                  date=published.isoformat(), values=values,
+                  unpublished=" ".join((unpublished or "").split()))
+
+
+def check_rule(rounds: Any, rule: Any, values: str, where: str = "--rounds") -> tuple[int | None,
+                                                                                     str]:
+    """A summary's rounds and its source's rule (`--rounds N --rule ranges`): both or neither,
+    on a summary only (a table of rounds has its rounds)."""
+    if rounds is None and not rule:
+        return None, ""
+    fix = "give both, as the source states them: --rounds N --rule ranges"
+    if values != "summary":
+        raise PerfpagesError("a table of rounds has its own rounds and is judged by perfpages' "
+                             "rule", key=where, fix="drop --rounds and --rule, or import the "
+                             "summary (median, min, max) the source published")
+    if rule != "ranges":
+        raise PerfpagesError(f"unknown rule {rule!r}" if rule else "rounds without the rule "
+                             "the source decided by", key="--rule", fix=fix)
+    try:
+        n = int(str(rounds)) if rounds is not None and not isinstance(rounds, bool) else 0
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_ROUNDS or (isinstance(rounds, float) and not rounds.is_integer()):
+        raise PerfpagesError(f"not a count of rounds: {rounds!r}", key=where, fix=fix)
+    return n, "ranges"
 
 
 def read_table(path: Path) -> Table:
@@ -125,7 +172,8 @@ def read_table(path: Path) -> Table:
     records = _csv(text, path) if suffix == ".csv" else _json(text, path, meta)
     table = _table(path, records)
     table.suite = str(meta.get("suite") or "")
-    table.title = " ".join(str(meta.get("title") or "").split())  # one line, as --title
+    table.title = " ".join(str(meta.get("run_title") or "").split())  # one line, as --title
+    table.meta = meta
     return table
 
 
@@ -189,7 +237,11 @@ def _json(text: str, path: Path, meta: dict[str, Any]) -> list[tuple[int | None,
         raise PerfpagesError(f"not valid JSON ({exc})", where=path,
                              fix="give a list of rows, or {\"rows\": [...]}") from None
     if isinstance(data, dict):
-        meta.update({k: data[k] for k in ("suite", "title") if isinstance(data.get(k), str)})
+        unknown = [k for k in data if k not in ("rows", *META_KEYS)]
+        if unknown:
+            raise PerfpagesError(f"unknown key {unknown[0]!r}", where=path, key=unknown[0],
+                                 fix="use rows and the source's keys: " + ", ".join(META_KEYS))
+        meta.update({k: data[k] for k in META_KEYS if k in data})
         data = data.get("rows")
     if not isinstance(data, list):
         raise PerfpagesError("no list of rows", where=path, key="rows",
@@ -218,6 +270,9 @@ def parse_column(header: str, path: Path, line: int | None, key: str) -> Column:
     if not header:
         raise _fail(path, line, key or "header", "a column without a name",
                     "name every column, or remove the empty one")
+    note = _NOTE.match(header)
+    if note and known(note.group(1)):
+        return Column(header, "note", note.group(1))
     match = _COLUMN.match(header)
     name = match.group("name") if match else header
     if match is None and not known(name):
@@ -248,6 +303,8 @@ def _number(value: Any, path: Path, line: int | None, where: str) -> float:
     fix = "give a plain number (1234.5), as the source printed it"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise _fail(path, line, where, f"not a number: {value!r}", fix)
+    if isinstance(value, str) and _THOUSANDS.match(value.strip()):
+        value = value.strip().replace(",", "")
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
     except (ValueError, OverflowError):
@@ -301,7 +358,7 @@ def _table(path: Path, records: Iterator[tuple[int | None, str, Any]] | list[Any
                     "add at least one metric with its unit, e.g. `throughput (/s)`")
     seen: dict[str, str] = {}
     for c in columns:  # "p99 (ms)" and "p99 (us)", or "label" twice, name one thing
-        name = c.name or c.role
+        name = f"{c.name} note" if c.role == "note" else c.name or c.role
         if name in seen:
             raise _fail(path, line, key, f"column {c.header!r} repeats {seen[name]!r}",
                         "keep one column per metric and parameter")
@@ -309,7 +366,11 @@ def _table(path: Path, records: Iterator[tuple[int | None, str, Any]] | list[Any
     values: Literal["rounds", "summary"] = (
         "rounds" if any(c.role == "round" for c in columns) else "summary")
     _check_stats(path, line, key, metrics, values)
-    rows = [_row(path, row_line, row_key, raw, columns)
+    for c in columns:
+        if c.role == "note" and c.name not in {m.name for m in metrics}:
+            raise _fail(path, line, key, f"{c.header!r} without the metric it notes",
+                        f"add the column `{c.name} (…)` beside it, or drop the note")
+    rows = [_row(path, row_line, row_key, raw, columns, values)
             for row_line, row_key, raw in items]
     if not rows:
         raise PerfpagesError("no rows under the header", where=path,
@@ -319,8 +380,18 @@ def _table(path: Path, records: Iterator[tuple[int | None, str, Any]] | list[Any
     params = [c.name for c in columns if c.role == "param"]
     for r in rows:
         table.labels += [r.label] if r.label not in table.labels else []
-        table.blocks.setdefault(r.block, ([c.name for c in metrics], params))
+        present, _ = table.blocks.setdefault(r.block, ([], params))
+        present += [m for m in r.metrics if m not in present]
+        for metric, text in r.notes.items():
+            table.notes[note_key(r.block, r.label, params_key(r.params), metric)] = text
+    for present, _ in table.blocks.values():  # in the columns' order
+        present.sort(key=[c.name for c in metrics].index)
     return table
+
+
+def note_key(block: str, label: str, parameters: str, metric: str) -> str:
+    """Where a cell's note is kept in `source.notes`."""
+    return "/".join((block, label, parameters, metric))
 
 
 def _check_stats(path: Path, line: int | None, key: str, metrics: list[Column],
@@ -338,7 +409,8 @@ def _check_stats(path: Path, line: int | None, key: str, metrics: list[Column],
                         f"add the column `{base} median (…)` beside it")
 
 
-def _row(path: Path, line: int | None, key: str, raw: Any, columns: list[Column]) -> Row:
+def _row(path: Path, line: int | None, key: str, raw: Any, columns: list[Column],
+         values: str = "rounds") -> Row:
     if not isinstance(raw, dict):
         raise _fail(path, line, key, "a row is not an object",
                     "write each row as {\"label\": …, \"p99 (ms)\": …}")
@@ -352,13 +424,24 @@ def _row(path: Path, line: int | None, key: str, raw: Any, columns: list[Column]
     coords: dict[str, Any] = {"block": DEFAULT_BLOCK, "round": 1}
     params: dict[str, Scalar] = {}
     metrics: dict[str, float] = {}
+    notes: dict[str, str] = {}
     for c in columns:
         where = f"{key}.{c.header}" if key else c.header
+        empty = c.header in raw and (raw[c.header] is None or (  # a key left out is a slip
+            isinstance(raw[c.header], str) and not raw[c.header].strip()))
+        if empty and (c.role == "note" or (c.role == "metric" and values == "summary")):
+            continue  # a summary's row gives the metrics the source printed in it
         if c.header not in raw or raw[c.header] is None:
             raise _fail(path, line, where, f"missing value of {c.header!r}",
                         "give every row a value in every column")
         value = raw[c.header]
-        if c.role == "metric":
+        if c.role == "note":
+            text = " ".join(str(value).split())
+            if not isinstance(value, str) or not text.isprintable():
+                raise _fail(path, line, where, f"not a note: {value!r}",
+                            "give the note as text on one line, as the source prints it")
+            notes[c.name] = text
+        elif c.role == "metric":
             metrics[c.name] = _number(value, path, line, where) * c.factor
         elif c.role == "param":
             params[c.name] = _param(value, path, line, where)
@@ -383,15 +466,26 @@ def _row(path: Path, line: int | None, key: str, raw: Any, columns: list[Column]
                 raise _fail(path, line, where, f"a line break or control character in the "
                             f"{c.role} {text!r}", f"give the {c.role} on one line")
             coords[c.role] = text
+    if not metrics:
+        raise _fail(path, line, key, "a row without any metric value",
+                    "give each row at least one figure, or drop the row")
+    for name in notes:
+        if name not in metrics:
+            raise _fail(path, line, key, f"a note on {name}, which the row does not give",
+                        f"give the row its {name}, or drop the note")
     for name, value in metrics.items():
         base, _, bound = name.rpartition(".")
+        if bound in GIVEN_BOUNDS and known(base) and base not in metrics:
+            raise _fail(path, line, key, f"the given {bound} of {base} without its median",
+                        f"give the row its {base} median, or drop the {bound}")
         median = metrics.get(base)
         if bound in GIVEN_BOUNDS and median is not None and (
                 value > median if bound == "min" else value < median):
             raise _fail(path, line, key,
                         f"{base}: the given {bound} {value:g} is on the wrong side of its "
                         f"median {median:g}", "check the transcription: min ≤ median ≤ max")
-    return Row(line, key, coords["block"], coords["label"], coords["round"], params, metrics)
+    return Row(line, key, coords["block"], coords["label"], coords["round"], params, metrics,
+               notes)
 
 
 def _check_cells(path: Path, table: Table) -> None:
@@ -446,8 +540,31 @@ def windows(table: Table, source: Source) -> list[Window]:
     return out
 
 
+def given_cells(source: Source | None, cells: dict[Any, Cell]) -> dict[Any, Cell]:
+    """A summary's medians with their given min and max (METRIC.min, METRIC.max): each cell
+    carries that range, which every range-reading claim and table reads; with the rounds and
+    rule its source states (`--rounds N --rule ranges`), a cell of N rounds that the source's
+    rule judges, else of its one value (never a verdict). Cells of any other run as they are."""
+    if source is None or source.values != "summary":
+        return cells
+    rounds = source.rounds or 0 if source.rule_text() else 0
+    out = dict(cells)
+    for key, cell in cells.items():
+        *where, metric = key
+        low, high = (cells.get((*where, f"{metric}.{b}")) for b in GIVEN_BOUNDS)
+        if low is not None and high is not None:
+            out[key] = Cell(cell.values, cell.rounds, (low.values[0], high.values[0], rounds))
+    return out
+
+
 def method_text(source: Source, rounds: int, min_rounds: int) -> str:
     """How a report states the method of a transcribed run: its source's, not perfpages'."""
+    if source.values == "summary" and source.rule_text():
+        return (f"a summary as its source published it, transcribed, not measured here: each "
+                f"cell the median of {source.rounds} rounds with its given min–max range; "
+                f"changes decided by {source.rule_text()} (a change is clear when the given "
+                "ranges do not overlap), not by a test of perfpages'"
+                + (f"; the source's method: {source.method.rstrip('.')}" if source.method else ""))
     if source.values == "summary":
         return ("a summary as its source published it, transcribed, not measured here: one "
                 "given value per cell (a median, its given min and max shown as METRIC.min "

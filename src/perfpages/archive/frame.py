@@ -102,9 +102,12 @@ def _rows(run: Run, wanted: frozenset[str]) -> list[dict[str, Any]]:
             groups[key].append(w)
             params[key] = w.params
     out = []
+    given = run.manifest.scope == "transcribed"  # its source's figures only: none made up
     for key, windows in groups.items():
         kind, block, label, rnd, pkey = key
         for metric, value in round_metrics(windows).items():
+            if given and metric == "failed_windows":
+                continue
             out.append({"run": run.id, "kind": kind, "block": block, "label": label,
                         "round": rnd, "parameters": pkey, "metric": metric, "value": value,
                         **params[key]})

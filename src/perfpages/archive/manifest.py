@@ -169,19 +169,44 @@ class Block:
 class Source:
     """Where a transcribed run's figures were published (`perfpages import`): they were not
     measured here. `values`: "rounds" (per-round values as published) or "summary" (a median
-    with the given min and max, and percentiles, one value per cell)."""
+    with the given min and max, and percentiles, one value per cell). A summary may say how
+    many rounds each cell summarises and the rule its source decided by (`rounds`, `rule`:
+    "ranges", ranges of the rounds apart), which then decides its changes; `method` is the
+    source's method as a note; `unpublished` (instead of `url`) who gave it, `date` then the
+    day it was received."""
 
     title: str
     url: str
-    date: str  # YYYY-MM-DD, as the source is dated
+    date: str  # YYYY-MM-DD, as the source is dated (unpublished: the day it was received)
     values: Literal["rounds", "summary"] = "rounds"
+    rounds: int | None = None
+    rule: str = ""
+    method: str = ""
+    unpublished: str = ""
+    sha256: str = ""  # of the file imported: the same file twice is refused
+    notes: dict[str, str] = field(default_factory=dict, hash=False)  # "block/label/params/metric"
+
+    def where(self) -> str:
+        return f"unpublished, received from {self.unpublished}" if self.unpublished else self.url
 
     def note(self) -> str:
         """How every report, citation and page says where the figures come from."""
-        return f"transcribed, not measured here: from “{self.title}” ({self.url}), {self.date}"
+        return f"transcribed, not measured here: from “{self.title}” ({self.where()}), {self.date}"
+
+    def rule_text(self) -> str:
+        """The source's rule as every verdict on it says it ("" when it gave none)."""
+        if self.rule != "ranges" or not self.rounds:
+            return ""
+        return f"the source's rule: ranges of {self.rounds} rounds apart"
 
     def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "url": self.url, "date": self.date, "values": self.values}
+        out: dict[str, Any] = {"title": self.title, "url": self.url, "date": self.date,
+                               "values": self.values}
+        out |= {k: v for k, v in (("rounds", self.rounds), ("rule", self.rule),
+                                  ("method", self.method), ("unpublished", self.unpublished),
+                                  ("sha256", self.sha256), ("notes", dict(self.notes)))
+                if v}
+        return out
 
 
 @dataclass(frozen=True)

@@ -256,22 +256,36 @@ def guide(c: Context, page: str) -> None:
     _command(show)
 
 
-@task(name="import", positional=["file"], help={
+@task(name="import", positional=["file"], iterable=["build", "env", "setting"], help={
     "file": "the table: FILE.csv or FILE.json (layout: perfpages guide commands)",
     "title": "the source's title (required)", "url": "where it was published, https://… "
-    "(required)", "date": "the day it was published, YYYY-MM-DD (required)",
+    "(required, unless --unpublished)", "date": "the day it was published (or received), "
+    "YYYY-MM-DD (required)",
+    "unpublished": "an unpublished source: who gave it (instead of --url)",
+    "rounds": "a summary: the rounds each cell summarises, as the source states",
+    "rule": "a summary: the rule the source decided by (ranges: ranges of the rounds apart)",
+    "build": "LABEL=BUILD: the build a label ran, as the source states it (repeatable)",
+    "env": "LABEL:NAME=VALUE: an environment variable a label ran with (repeatable)",
+    "setting": "LABEL:NAME=VALUE: a PostgreSQL setting a label ran with (repeatable)",
+    "method": "the source's method, as a note",
+    "again": "import a file already imported a second time",
     "suite": "the run's suite name (default: the file's `suite`, else its name)",
     "results": RESULTS_HELP})
 def import_(c: Context, file: str, title: str | None = None, url: str | None = None,
-            date: str | None = None, suite: str | None = None,
+            date: str | None = None, suite: str | None = None, unpublished: str | None = None,
+            rounds: str | None = None, rule: str | None = None, build: list[str] | None = None,
+            env: list[str] | None = None, setting: list[str] | None = None,
+            method: str | None = None, again: bool = False,
             results: str | None = None) -> None:
     """Archive a table measured elsewhere as a sealed run: transcribed, not measured here."""
     from perfpages.cli import importer
 
     s = _settings(results)
     line = " ".join([program_name(), *sys.argv[1:]])
-    _command(lambda cmd, out: importer.import_table(s.results, file, title, url, date, suite,
-                                                    line, out))
+    _command(lambda cmd, out: importer.import_table(
+        s.results, file, title, url, date, suite, line, out, rounds=rounds, rule=rule,
+        builds=build or [], env=env or [], settings=setting or [], method=method,
+        unpublished=unpublished, again=again))
 
 
 @task(help={"master": "HOST[:PORT] of the perfpages load's Locust master (port default 5557)",

@@ -81,6 +81,25 @@ def bounded(ok: bool, expected: str, items: list[str], judged: list[Judged],
     return Condition(ok and not coarse, expected, data, tuple(judged))
 
 
+def printed_tolerance(bound: float, digits: int | None = None) -> float:
+    """The tolerance rule of a figure as printed (guide/pages.md#tolerance): half a unit of its
+    last decimal — as typed (19 → ±0.5, 4.1 → ±0.05), or `digits=` decimals."""
+    return 0.5 * 10.0 ** -(digits if digits is not None else typed_places(bound))
+
+
+def all_of(*conditions: Condition) -> Condition:
+    """One claim joining conditions: it holds when every one does ("printed +8 %, and ranges
+    overlap"); its message lists each one's expectation and data."""
+    if not conditions or not all(isinstance(c, Condition) for c in conditions):
+        raise AnalysisError("all_of() joins conditions: all_of(between(…), overlap(…))")
+    if any(c.settle is not None for c in conditions):
+        raise AnalysisError("certified() is settled over the whole page: claim it on its own")
+    return Condition(all(c.holds for c in conditions),
+                     "; and ".join(c.expected for c in conditions),
+                     " | ".join(c.data for c in conditions),
+                     tuple(j for c in conditions for j in c.judged))
+
+
 def _listing(items: list[str]) -> str:
     head = "; ".join(items[:MAX_ITEMS])
     more = len(items) - MAX_ITEMS
@@ -104,7 +123,8 @@ class Conditions:
                 "below": self.below, "above": self.above, "overlap": self.overlap,
                 "saturated": self.saturated, "drifted": self.drifted, "quiet": self.quiet,
                 "best": self.best, "steps": self.steps, "trips": self.trips,
-                "spike": self.spike, "statement": self.statement}
+                "spike": self.spike, "statement": self.statement, "times": self.times,
+                "all_of": all_of, "equals": self.equals}
 
     def _changes(self, base: Side, other: Side, metric: str,
                  filters: dict[str, Any]) -> list[tuple[Found, Change, float]]:
@@ -153,10 +173,16 @@ class Conditions:
 
     def between(self, low: float, high: float, base: Side, other: Side,
                 metric: str = "throughput", *, absolute: bool = False, unit: str | None = None,
-                digits: int | None = None, **filters: Any) -> Condition:
+                digits: int | None = None, as_printed: bool = False,
+                **filters: Any) -> Condition:
         """Every cell's change of `other` over `base` within [low, high] percent, or with
         absolute=True their difference within [low, high] in `unit`. Exact bounds (low ==
-        high) hold within half a unit of the last decimal they print with."""
+        high) hold within half a unit of the last decimal they print with; as_printed=True:
+        both bounds are figures as a page prints them ("+15–19 %"), each holding within half
+        a unit of its last typed decimal (or `digits=`)."""
+        if as_printed:
+            return self._as_printed(low, high, base, other, metric, absolute, unit, digits,
+                                    filters)
         factor, shown = scale(metric, unit)
         if unit is not None and not absolute:
             raise AnalysisError("unit= needs absolute=True: a change in percent has none")
@@ -193,6 +219,90 @@ class Conditions:
                   f"bounds {text(low)}–{text(high)} %")
         return bounded(ok, f"a {what} of {side_text(other)} over {side_text(base)} {expected}",
                        items, judged, bounds)
+
+    def _as_printed(self, low: float, high: float, base: Side, other: Side, metric: str,
+                    absolute: bool, unit: str | None, digits: int | None,
+                    filters: dict[str, Any]) -> Condition:
+        """between(…, as_printed=True): the bounds as printed, each ± half a unit of its last
+        decimal — the tolerance rule of guide/pages.md#tolerance, in one place."""
+        if low > high:
+            raise AnalysisError(f"between({text(low)}, {text(high)}): low above high",
+                                fix="give the smaller bound first")
+        factor, shown = scale(metric, unit)
+        if unit is not None and not absolute:
+            raise AnalysisError("unit= needs absolute=True: a change in percent has none")
+        band = (low - printed_tolerance(low, digits), high + printed_tolerance(high, digits))
+        items, ok, judged = [], True, []
+        for f, c, res in self._changes(base, other, metric, filters):
+            value = c.difference * factor if absolute else c.percent
+            ok &= decision.within(value, *band)
+            width = band[1] - band[0]
+            if absolute and c.base.median:
+                width = width / abs(c.base.median * factor) * 100
+            judged.append(Judged(f.run, f.block, c, res, width if c.base.median else None))
+            start = digits if digits is not None else places(
+                format_difference(value, shown) if absolute else format_percent(value))
+            at = telling(value, band, start)
+            items.append(f"{_where(f, base)}: " + (format_difference(value, shown, at)
+                                                   if absolute else format_percent(value, at)))
+        what = "difference" if absolute else "change"
+
+        def bound(b: float) -> str:
+            d = digits if digits is not None else typed_places(b)
+            return format_difference(b, shown, d) if absolute else format_percent(b, d)
+
+        shown_band = bound(low) if low == high else f"{bound(low)}–{bound(high)}"
+        expected = (f"a {what} of {side_text(other)} over {side_text(base)} of {shown_band} as "
+                    f"printed ({metric}; from {band[0]:g} to {band[1]:g})")
+        return bounded(ok, expected, items, judged, f"bounds {text(low)}–{text(high)}"
+                       + ("" if absolute else " %"))
+
+    def times(self, factor: float, base: Side, other: Side, metric: str = "throughput", *,
+              digits: int | None = None, **filters: Any) -> Condition:
+        """"`other` is 4 times as fast as `base`": in every cell, other's speed over base's
+        (other ÷ base for throughput, base ÷ other for a latency) is `factor` as printed, ±
+        half a unit of its last typed decimal (or `digits=`)."""
+        higher = info(metric).higher_is_better
+        if higher is None:
+            raise AnalysisError(f"{metric!r} has no better direction: times() needs one")
+        if not factor > 0:
+            raise AnalysisError(f"times({factor!r}, …): not a factor above 0",
+                                fix="give how many times as fast, e.g. times(4, …)")
+        tol = printed_tolerance(factor, digits)
+        band = (factor - tol, factor + tol)
+        items, ok = [], True
+        for f, c, _ in self._changes(base, other, metric, filters):
+            speed = c.ratio if higher else (1 / c.ratio if c.ratio else inf)
+            ok &= decision.within(speed, *band)
+            start = digits if digits is not None else max(typed_places(factor), 1)
+            items.append(f"{_where(f, base)}: {format_number(speed, telling(speed, band, start))}"
+                         f" times ({format_number(c.base.median)} → "
+                         f"{format_number(c.other.median)})")
+        return Condition(ok, f"{side_text(other)} {text(factor)} times as fast as "
+                             f"{side_text(base)} in every cell ({metric}; from "
+                             f"{band[0]:g} to {band[1]:g})",
+                         _listing(items))
+
+    def equals(self, metric: str, value: float, *, unit: str | None = None,
+               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
+        """Every selected cell's median (or stat="min"/"max": its min or max) is `value` as
+        printed: within half a unit of its last typed decimal, or of `digits=` (the tolerance
+        rule): "a p95 of 1.83 s at 8 clients" is equals("p95", 1.83, unit="s", …)."""
+        if stat not in ("median", "min", "max"):
+            raise AnalysisError(f"stat must be median, min or max, not {stat!r}")
+        factor, shown_unit = scale(metric, unit)
+        tol = printed_tolerance(value, digits)
+        band = (value - tol, value + tol)
+        places_ = digits if digits is not None else typed_places(value)
+        items, ok = [], True
+        for f in self.pins.select(metric=metric, **filters):
+            got = getattr(f.cell, stat) * factor
+            ok &= decision.within(got, *band)
+            at = telling(got, band, max(places_, places(format_number(got))))
+            items.append(f"{f.describe()}: {format_value(got, shown_unit, at)}")
+        what = metric if stat == "median" else f"{metric} ({stat})"
+        return Condition(ok, f"{what} of {format_value(value, shown_unit, places_)} as printed "
+                             f"in every cell (from {band[0]:g} to {band[1]:g})", _listing(items))
 
     def below(self, metric: str, limit: float, *, unit: str | None = None,
               stat: str = "median", digits: int | None = None, **filters: Any) -> Condition:
@@ -236,12 +346,19 @@ class Conditions:
                              f"in every cell ({metric})", _listing(items))
 
     def best(self, x: str, value: Any, metric: str = "throughput", *, clear: bool = False,
-             **filters: Any) -> Condition:
+             largest: bool | None = None, **filters: Any) -> Condition:
         """In every series along `x` (the selected cells alike but for `x`), the cell at
-        `x=value` has the best median — with clear=True, a clear gain over every other."""
-        higher = info(metric).higher_is_better
+        `x=value` has the best median — with clear=True, a clear gain over every other;
+        largest=True (or False): the largest (smallest) median, for a metric without a better
+        direction too ("logging is the largest share")."""
+        directed = info(metric).higher_is_better
+        higher = directed if largest is None else largest
         if higher is None:
-            raise AnalysisError(f"{metric!r} has no better direction: best() needs one")
+            raise AnalysisError(f"{metric!r} has no better direction: best() needs one",
+                                fix="say which: best(…, largest=True) for the largest median")
+        if clear and directed is None:
+            raise AnalysisError(f"{metric!r} has no better direction: no gain is clear",
+                                fix="drop clear=True: largest= compares the medians")
         series: dict[tuple[Any, ...], list[Found]] = {}
         judged: list[Judged] = []
         for f in self.pins.select(metric=metric, **filters):
@@ -257,13 +374,26 @@ class Conditions:
             top = at[0]
             rivals = [judge(self.pins, f, top, metric) for f in cells if f is not top]
             judged += [Judged(top.run, top.block, c, nan, None, clear) for c in rivals]
-            good = all(c.better is True and (c.clear or not clear) for c in rivals)
+            good = all(c.better is True and (c.clear or not clear) for c in rivals) \
+                if largest is None else all(c.ratio != 1 and (c.ratio > 1) == higher
+                                            for c in rivals)
             ok &= good
             runner = min(rivals, key=lambda c: abs(c.ratio - 1))
-            items.append(f"{top.describe()}: {x}={text(value)} {format_number(top.cell.median)}"
-                         f", next {format_number(runner.base.median)} "
-                         f"({format_percent(runner.percent)}, {verdict(runner)})")
-        word = "clearly best" if clear else "best"
+            shown = (f"{top.describe()}: {x}={text(value)} {format_number(top.cell.median)}"
+                     f", next {format_number(runner.base.median)} "
+                     f"({format_percent(runner.percent)}, {verdict(runner)})")
+            if not good:  # name the winner, not only the nearest rival
+                ranked = sorted(cells, key=lambda f: f.cell.median, reverse=higher)
+                win = ranked[0] if ranked[0] is not top else ranked[1]
+                beaten = next(c for f, c in zip((f for f in cells if f is not top), rivals,
+                                                strict=True) if f is win)
+                shown = (f"{top.describe()}: {x}={text(value)} {format_number(top.cell.median)}"
+                         f", best {x}={text(win.params.get(x))} "
+                         f"{format_number(win.cell.median)} ({format_percent(beaten.percent)}"
+                         f", {verdict(beaten)})")
+            items.append(shown)
+        word = ("clearly best" if clear else "best") if largest is None else (
+            "largest" if largest else "smallest")
         return Condition(ok, f"{x}={text(value)} {word} along {x} in every series ({metric})",
                          _listing(items), tuple(judged))
 

@@ -21,6 +21,7 @@ from perfpages.analysis import decision
 from perfpages.analysis.decision import Cell, false_positive_rate
 from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import format_number, info
+from perfpages.analysis.transcribed import BUILD_NOTE
 from perfpages.archive import files
 from perfpages.archive.window import floor_kind
 from perfpages.errors import AnalysisError
@@ -220,13 +221,18 @@ class Facts:
         kind = "env" if env else "pg_settings"
         values = {name: dict(getattr(m.labels[name], kind)) for name in labels}
         names = list(dict.fromkeys(k for v in values.values() for k in v))
-        if not names:
+        # A transcribed run's builds, as its source states them, head its settings.
+        builds = [[escape.md("build, as the source states it"),
+                   *[escape.md(m.labels[lab].pin.describe().removeprefix(BUILD_NOTE))
+                     for lab in labels]]] if m.source is not None and any(
+            m.labels[lab].pin.note.startswith(BUILD_NOTE) for lab in labels) else []
+        if not names and not builds:
             what = "an environment variable" if env else "a PostgreSQL setting"
             return f"\n\nNo label sets {what}: all run with the defaults.\n\n"
         header = ["variable" if env else "setting", *[escape.md(n) for n in labels]]
         rows = [[escape.code(n), *[escape.code(values[lab][n]) if n in values[lab] else "default"
                                    for lab in labels]] for n in names]
-        return "\n\n" + escape.table(header, rows) + "\n\n"
+        return "\n\n" + escape.table(header, builds + rows) + "\n\n"
 
     def floor(self, position: str = "before", *, block: str | None = None,
               run: str | None = None, digits: int | None = None, kind: str = "pgbench") -> str:

@@ -26,6 +26,7 @@ from perfpages.analysis.metric import (
     metrics_title,
 )
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
+from perfpages.analysis.transcribed import note_key
 from perfpages.archive import files
 from perfpages.archive.manifest import Source
 from perfpages.archive.reader import path_part
@@ -58,13 +59,14 @@ def scale(metric: str, unit: str | None) -> tuple[float, str]:
 
 
 def scaled(cell: Cell, factor: float) -> Cell:
-    return Cell(tuple(v * factor for v in cell.values))
+    given = cell.given and (cell.given[0] * factor, cell.given[1] * factor, cell.given[2])
+    return Cell(tuple(v * factor for v in cell.values), given=given or None)
 
 
 def cell_text(cell: Cell, unit: str = "", digits: int | None = None, spread: bool = True) -> str:
     """"1.27 ms (1.23–1.30)": the median with its unit, then the range of the rounds."""
     head = format_value(cell.median, unit, digits)
-    if not spread or cell.n == 1:
+    if not spread or (cell.n == 1 and not cell.given):
         return head
     return f"{head} ({format_number(cell.min, digits)}–{format_number(cell.max, digits)})"
 
@@ -156,11 +158,19 @@ class Macros:
                     line.append("—")
                     continue
                 factor, _ = units[f.metric]  # the unit is in the header, not in every cell
-                line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)))
+                line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)
+                                      + self._note(f)))
             for other in extra:
                 line += self._change_cell(grid, change, other, r, rows, columns, exact)
             body.append(line)
         return "\n\n" + escape.table(header, body) + "\n\n" + self._sources(found)
+
+    def _note(self, f: Found) -> str:
+        """A transcribed cell's note as its source prints it: " (v3: 73.7)"; "" for none."""
+        source = self.pins.runs[f.run].manifest.source
+        note = source.notes.get(note_key(f.block, f.label, f.parameters, f.metric)) \
+            if source is not None else None
+        return f" ({note})" if note else ""
 
     def _sources(self, found: list[Found]) -> str:
         """Beside a table of transcribed cells: where they were published, not measured."""
@@ -320,8 +330,13 @@ class Macros:
 
 
 def source_link(source: Source) -> str:
-    """"[title](url), date": the schema holds the URL to http(s) without ( ) [ ] < > or spaces."""
-    return f"[{escape.md(source.title)}]({source.url}), {escape.md(source.date)}"
+    """"[title](url), date": the schema holds the URL to http(s) without ( ) [ ] < > or spaces;
+    an unpublished source says who gave it. Its rule follows, when given (its method note is
+    the run's method notes, on its page)."""
+    head = (f"{escape.md(source.title)} ({escape.md(source.where())})" if not source.url else
+            f"[{escape.md(source.title)}]({source.url})")
+    extra = f"; {escape.md(source.rule_text())}" if source.rule_text() else ""
+    return f"{head}, {escape.md(source.date)}{extra}"
 
 
 def given(text: object) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from perfpages.analysis.decision import Cell, Change, Rule
 from perfpages.analysis.method import check_comparable
+from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site.store import Loaded, RunStore
@@ -195,8 +196,12 @@ class Pins:
         loaded = self.runs[alias]
         key = ("found", alias)
         if key not in loaded.memo:
+            given = given_cells(loaded.manifest.source, {
+                (r.block, r.parameters, r.label, r.metric): Cell(r.values, r.rounds)
+                for r in loaded.cells})
             loaded.memo[key] = [Found(alias, r.block, r.parameters, r.label, r.metric, r.params,
-                                      Cell(r.values, r.rounds)) for r in loaded.cells]
+                                      given[(r.block, r.parameters, r.label, r.metric)])
+                                for r in loaded.cells]
         return loaded.memo[key]
 
     def _has(self, alias: str, name: str) -> None:
@@ -335,6 +340,11 @@ class Pins:
             rest = params_key({k: v for k, v in f.params.items() if k != "delay_ms"})
             series.setdefault((f.run, f.block, f.label, rest), []).append(
                 (float(f.params["delay_ms"]), f, other))
+        if not series and any("delay_ms" in f.params for f in cells) and not measured:
+            raise AnalysisError(f"the cells of {metric!r} across delay_ms have no measured "
+                                "added round trip (added_rtt_ms) beside them",
+                                fix="a transcribed table gives it as a column `added_rtt_ms "
+                                    "(ms)`: the round-trip time the delay added")
         if not series:
             raise AnalysisError(f"no cells of {metric!r} measured across delays",
                                 fix="select a block whose cases set delay_ms")
