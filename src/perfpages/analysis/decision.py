@@ -21,11 +21,21 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from math import comb, copysign, inf, isfinite, nan
 from statistics import median
-from typing import Any, Literal
+from typing import Any
 
 from perfpages.analysis import compatibility, ranktest
 from perfpages.analysis.metric import info
+from perfpages.archive import vocabulary
 from perfpages.archive.manifest import Method
+from perfpages.archive.vocabulary import (
+    ALPHA,
+    CERTIFY_ALPHA,
+    MIN_ROUNDS,
+    POWER,
+    RULE_VERSIONS,
+    RuleVersion,
+    Test,
+)
 from perfpages.errors import AnalysisError
 
 MIN_GAIN = 0.10  # saturation: less than +10 % throughput for at least twice the clients …
@@ -48,12 +58,12 @@ class Rule:
     correction over its A/A cells at `certify_alpha`, and resolving `target_pct` when the
     suite states one)."""
 
-    test: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
-    alpha: float = 0.01
-    min_rounds: int = 5
-    power: float = 0.80  # for the resolution
-    version: Literal["2.0", "2.1"] = "2.0"
-    certify_alpha: float = 0.01
+    test: Test = "ranges"
+    alpha: float = ALPHA
+    min_rounds: int = MIN_ROUNDS
+    power: float = POWER  # for the resolution
+    version: RuleVersion = "2.0"
+    certify_alpha: float = CERTIFY_ALPHA
     target_pct: float | None = None  # the resolution the suite aims at (2.1), in percent
 
     def __post_init__(self) -> None:
@@ -117,8 +127,7 @@ class Rule:
                 f"by Holm's correction over its A/A cells{target})")
 
 
-VERSIONS = ("2.0", "2.1")
-TESTS = ("ranges", "wilcoxon", "mann-whitney")
+VERSIONS, TESTS = RULE_VERSIONS, vocabulary.TESTS
 RANGES = Rule()
 V2 = Rule("wilcoxon")  # method v2's default (chosen by benchmarks/bench_method.py)
 V21 = Rule("wilcoxon", version="2.1")  # what a suite records now (`Suite.rule_json`)

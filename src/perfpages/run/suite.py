@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 import psycopg
 
+from perfpages.archive.vocabulary import ALPHA, DRIFT_THRESHOLD, MIN_ROUNDS, TESTS, Test
 from perfpages.errors import PerfpagesError
 from perfpages.run.delay import as_param
 from perfpages.run.pgbench import Script
 from perfpages.run.placement import Placement
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-RULES = ("ranges", "wilcoxon", "mann-whitney")
 # The design each rule defaults to (a field left None takes its rule's value): v1's few long
 # windows, or method v2's many short windows after a short settle, in a fresh order per round.
 DESIGNS: dict[str, dict[str, Any]] = {
@@ -268,21 +268,21 @@ class Suite:
     warmup_s: float | None = None
     window_s: float | None = None
     floor_s: float = 3.0
-    min_rounds: int = 5
-    drift_threshold: float = 0.10
+    min_rounds: int = MIN_ROUNDS
+    drift_threshold: float = DRIFT_THRESHOLD
     scope: Literal["full", "quick", "test"] = "full"
     database: str = "bench"
     notes: str = ""
     placement: Placement = field(default_factory=Placement)
-    rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
-    alpha: float = 0.01
+    rule: Test = "ranges"
+    alpha: float = ALPHA
     # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10
     resolution_target: float | None = None
 
     def __post_init__(self) -> None:
-        if self.rule not in RULES:
+        if self.rule not in TESTS:
             raise PerfpagesError(f"unknown rule {self.rule!r}", key="rule",
-                                 fix=f"use one of: {', '.join(RULES)}")
+                                 fix=f"use one of: {', '.join(TESTS)}")
         if not 0 < self.alpha < 0.5:
             raise PerfpagesError(f"alpha={self.alpha!r} is not between 0 and 0.5", key="alpha",
                                  fix="use a two-sided level such as 0.01")

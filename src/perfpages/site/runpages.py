@@ -17,7 +17,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
@@ -39,7 +39,18 @@ from perfpages.archive.seal import added, added_text
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape, header, page
 from perfpages.site import reproduction as repro
-from perfpages.site.store import RunStore, cache_key, code_hash, entry_path, read_entry, write_entry
+from perfpages.site.store import (
+    RunStore,
+    cache_key,
+    code_hash,
+    entry_path,
+    read_entry,
+    reading,
+    write_entry,
+)
+
+if TYPE_CHECKING:
+    from perfpages.analysis.reading import Reading
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
 # A compressed file is published as its .gz and, to read in the browser, a text file with its
@@ -113,14 +124,17 @@ def _rows(pairs: list[tuple[str, str]]) -> str:
     return "\n".join(f"- **{escape.md(k)}**: {v}" for k, v in pairs)
 
 
-def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) -> str:
-    """The Markdown of one run's page (`shown`: its `readable` files, read when not given);
-    every value from the archive is escaped."""
-    from perfpages.analysis import report  # pandas: only when a page is not in the cache
+def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None,
+           seen: Reading | None = None) -> str:
+    """The Markdown of one run's page (`shown`: its `readable` files, read when not given;
+    `seen`: its reading, made when not given); every value from the archive is escaped."""
     from perfpages.analysis.cite import cite
+    from perfpages.analysis.reading import read  # only when a page is not in the cache
 
     m = run.manifest
-    data = report.build(run) if run.measured else None
+    if seen is None and run.measured:
+        seen = read(run)
+    data = seen.to_json() if seen is not None else None
     # The theme prints a page's title unescaped in <title>: give it one that is already escaped.
     out = ["---", f"title: {json.dumps(html.escape(m.title))}", "---", "",
            f"# {escape.md(m.title)}", ""]
@@ -276,10 +290,12 @@ def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
     return out
 
 
-def _warnings(store: RunStore, run: Run) -> str:
+def _reading(store: RunStore, run: Run) -> Reading | str:
+    """A complete run's reading, made once and cached with its cells; the line why there is
+    none when the run is intact (its page says so) but cannot be read."""
     try:
-        return summary(header.items(store.get(run.path.name, run), run))
-    except AnalysisError as exc:  # the run is intact (its page says so) but not decidable
+        return reading(store.get(run.path.name, run), run)
+    except AnalysisError as exc:
         return f"not decided: {exc}"
 
 
@@ -322,10 +338,12 @@ class RunPages:
                 taken, stamp = time.time_ns(), fingerprint(run_dir)
                 run = open_run(run_dir)
                 shown = readable(run)
-                text = render(run, self.site_url, shown)
+                seen = _reading(self.store, run) if manifest.status == "complete" else None
+                text = render(run, self.site_url, shown,
+                              seen if not isinstance(seen, str) else None)
                 texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
-                short = _warnings(self.store, run) \
-                    if manifest.status == "complete" else "—"
+                short = "—" if seen is None else seen if isinstance(seen, str) \
+                    else summary(seen.items)
                 if cache is not None:  # one file, written whole: never half a page
                     write_entry(cache, key, {"fingerprint": settled(stamp, taken), "markdown": text,
                                              "texts": texts, "warnings": short})
