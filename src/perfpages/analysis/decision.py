@@ -27,15 +27,6 @@ from perfpages.analysis import compatibility, ranktest
 from perfpages.analysis.metric import info
 from perfpages.archive import vocabulary
 from perfpages.archive.manifest import Method
-from perfpages.archive.vocabulary import (
-    ALPHA,
-    CERTIFY_ALPHA,
-    MIN_ROUNDS,
-    POWER,
-    RULE_VERSIONS,
-    RuleVersion,
-    Test,
-)
 from perfpages.errors import AnalysisError
 
 MIN_GAIN = 0.10  # saturation: less than +10 % throughput for at least twice the clients …
@@ -58,12 +49,12 @@ class Rule:
     correction over its A/A cells at `certify_alpha`, and resolving `target_pct` when the
     suite states one)."""
 
-    test: Test = "ranges"
-    alpha: float = ALPHA
-    min_rounds: int = MIN_ROUNDS
-    power: float = POWER  # for the resolution
-    version: RuleVersion = "2.0"
-    certify_alpha: float = CERTIFY_ALPHA
+    test: vocabulary.Test = "ranges"
+    alpha: float = vocabulary.ALPHA
+    min_rounds: int = vocabulary.MIN_ROUNDS
+    power: float = vocabulary.POWER  # for the resolution
+    version: vocabulary.RuleVersion = "2.0"
+    certify_alpha: float = vocabulary.CERTIFY_ALPHA
     target_pct: float | None = None  # the resolution the suite aims at (2.1), in percent
 
     def __post_init__(self) -> None:
@@ -127,7 +118,7 @@ class Rule:
                 f"by Holm's correction over its A/A cells{target})")
 
 
-VERSIONS, TESTS = RULE_VERSIONS, vocabulary.TESTS
+VERSIONS, TESTS = vocabulary.RULE_VERSIONS, vocabulary.TESTS
 RANGES = Rule()
 V2 = Rule("wilcoxon")  # method v2's default (chosen by benchmarks/bench_method.py)
 V21 = Rule("wilcoxon", version="2.1")  # what a suite records now (`Suite.rule_json`)

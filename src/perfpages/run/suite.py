@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import psycopg
 
-from perfpages.archive.vocabulary import ALPHA, DRIFT_THRESHOLD, MIN_ROUNDS, TESTS, Test
+from perfpages.archive.vocabulary import ALPHA, DRIFT_THRESHOLD, MIN_ROUNDS, TESTS
 from perfpages.errors import PerfpagesError
 from perfpages.run.delay import as_param
 from perfpages.run.pgbench import Script
@@ -274,7 +274,7 @@ class Suite:
     database: str = "bench"
     notes: str = ""
     placement: Placement = field(default_factory=Placement)
-    rule: Test = "ranges"
+    rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"  # vocabulary.TESTS
     alpha: float = ALPHA
     # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10
     resolution_target: float | None = None
