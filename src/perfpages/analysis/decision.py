@@ -89,9 +89,9 @@ class Rule:
         if not rule:
             return Rule(min_rounds=method.min_rounds)
         target = rule.get("target_pct")
-        return Rule(test=rule["test"], alpha=float(rule.get("alpha", 0.01)),
+        return Rule(test=rule["test"], alpha=float(rule.get("alpha", vocabulary.ALPHA)),
                     min_rounds=method.min_rounds, version=str(rule.get("version", "2.0")),
-                    certify_alpha=float(rule.get("certify_alpha", 0.01)),
+                    certify_alpha=float(rule.get("certify_alpha", vocabulary.CERTIFY_ALPHA)),
                     target_pct=float(target) if target is not None else None)
 
     def to_json(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import psycopg
 
-from perfpages.archive.vocabulary import ALPHA, DRIFT_THRESHOLD, MIN_ROUNDS, TESTS
+from perfpages.archive import vocabulary
 from perfpages.errors import PerfpagesError
 from perfpages.run.delay import as_param
 from perfpages.run.pgbench import Script
@@ -268,21 +268,21 @@ class Suite:
     warmup_s: float | None = None
     window_s: float | None = None
     floor_s: float = 3.0
-    min_rounds: int = MIN_ROUNDS
-    drift_threshold: float = DRIFT_THRESHOLD
+    min_rounds: int = vocabulary.MIN_ROUNDS
+    drift_threshold: float = vocabulary.DRIFT_THRESHOLD
     scope: Literal["full", "quick", "test"] = "full"
     database: str = "bench"
     notes: str = ""
     placement: Placement = field(default_factory=Placement)
     rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"  # vocabulary.TESTS
-    alpha: float = ALPHA
+    alpha: float = vocabulary.ALPHA
     # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10
     resolution_target: float | None = None
 
     def __post_init__(self) -> None:
-        if self.rule not in TESTS:
+        if self.rule not in vocabulary.TESTS:
             raise PerfpagesError(f"unknown rule {self.rule!r}", key="rule",
-                                 fix=f"use one of: {', '.join(TESTS)}")
+                                 fix=f"use one of: {', '.join(vocabulary.TESTS)}")
         if not 0 < self.alpha < 0.5:
             raise PerfpagesError(f"alpha={self.alpha!r} is not between 0 and 0.5", key="alpha",
                                  fix="use a two-sided level such as 0.01")
@@ -327,7 +327,8 @@ class Suite:
         their A/A cells at 1 %, and resolving `resolution_target` where given)."""
         if self.rule == "ranges":
             return None
-        return {"test": self.rule, "alpha": self.alpha, "version": "2.1", "certify_alpha": 0.01,
+        return {"test": self.rule, "alpha": self.alpha, "version": vocabulary.RULE_VERSIONS[-1],
+                "certify_alpha": vocabulary.CERTIFY_ALPHA,
                 **({"target_pct": float(self.resolution_target)}
                    if self.resolution_target is not None else {})}
 

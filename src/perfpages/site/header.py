@@ -88,9 +88,8 @@ def transcribed(runs: Mapping[str, Loaded]) -> str:
         source = loaded.manifest.source
         if source is not None:
             lines.append(f"    - {escape.code(alias)}: {source_link(source)}")
-    return _listed("note", SCOPE_TITLES["transcribed"], "The figures of these runs are "
-                   "transcribed from where they were published; perfpages did not measure "
-                   "them:", lines)
+    return _listed("note", SCOPE_TITLES["transcribed"], f"The figures of these runs: "
+                   f"{SCOPE_TEXTS['transcribed']}, from where they were published:", lines)
 
 
 def machine(runs: Mapping[str, Loaded]) -> str:
