@@ -204,14 +204,14 @@ def test_a_floors_seconds_are_its_values(results: Path) -> None:
     """A floor measured as one-second windows is a cell of its seconds: its median and range
     decide drift, as method.md states; a mean of the seconds would be one value a side, and
     +18 % between the medians would then be drift although the ranges overlap."""
-    from perfpages.analysis import report
+    from perfpages.analysis import reading, report
     from perfpages.analysis.tidy import Tidy
 
     seconds = {"before": (100.0, 130.0, 90.0, 120.0), "after": (125.0, 140.0, 115.0, 135.0)}
     refloored(results, SECONDS, lambda w: [replace(w, window=i, metrics={"tps": rate})
                                           for i, rate in enumerate(seconds[w.params["position"]])])
     run = open_run(results / SECONDS)
-    [d] = [d for d in report.drift(run, Tidy.of(run)) if d["block"] == "callers"]
+    [d] = [d for d in reading.floors(run, Tidy.of(run)) if d["block"] == "callers"]
     assert (d["before"], d["after"], d["min"], d["max"]) == (110.0, 130.0, 90.0, 140.0)
     assert d["flagged"] is False and "drift" not in " ".join(report.build(run)["warnings"])
     assert report.drift_line(d) == "- callers: tps floor 110/s (90–130) before, 130/s " \
@@ -225,7 +225,7 @@ def test_a_floors_seconds_are_its_values(results: Path) -> None:
 
 
 def test_the_pgbench_and_health_floors_are_never_pooled(two_floors: Path) -> None:
-    from perfpages.analysis import report
+    from perfpages.analysis import reading, report
     from perfpages.analysis.tidy import Tidy
 
     steady, both = facts(two_floors, DEMO), facts(two_floors, HEALTH)
@@ -244,8 +244,9 @@ def test_the_pgbench_and_health_floors_are_never_pooled(two_floors: Path) -> Non
     with pytest.raises(AnalysisError, match="no 'health' floor around block 'callers'"):
         steady.floor(block="callers", kind="health")
     run = open_run(two_floors / HEALTH)
-    entries = [(d["block"], d["floor"]) for d in report.drift(run, Tidy.of(run, kinds=("floor",)))]
+    entries = [(d["block"], d["floor"])
+               for d in reading.floors(run, Tidy.of(run, kinds=("floor",)))]
     assert ("callers", "pgbench") in entries and ("callers", "health") in entries
     assert entries.index(("callers", "pgbench")) < entries.index(("callers", "health"))
-    lines = [report.drift_line(d) for d in report.drift(run, Tidy.of(run, kinds=("floor",)))]
+    lines = [report.drift_line(d) for d in reading.floors(run, Tidy.of(run, kinds=("floor",)))]
     assert any("/health floor" in line for line in lines)

@@ -3,13 +3,17 @@ page's title, the note above a superseded version, and the runs index's columns.
 
 from __future__ import annotations
 
+from math import nan
 from pathlib import Path
 
 import pytest
 
 from perfpages.analysis import warnings
-from perfpages.analysis.warnings import Floor, Item, Pair, Windows
+from perfpages.analysis.certification import Certificate
+from perfpages.analysis.warnings import Item
+from perfpages.archive.window import Window
 from perfpages.site import header
+from perfpages.site import store as store_module
 from perfpages.site.page import render
 from perfpages.site.store import RunStore
 from sites import DEMO, Failed, build_site, make_results
@@ -32,27 +36,42 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_decide_on_raw_values() -> None:
-    items = warnings.decide(
-        exact=True, blocks=["a", "b", "c"],
-        preflights=[{"block": "b", "busy": True, "reasons": ["load 3.0"], "load1": 3.0,
-                     "busy_pct": 90, "others_pct": 60, "steal_pct": 0}],
-        windows=[Windows("a", 480, 7, 1), Windows("b", 100, 0, 0)],
-        floors=[Floor("a", "tps", 14723, 5150, True), Floor("b", "tps", 1000, 1050, False)],
-        pairs=[Pair("a", 6, 0), Pair("b", 6, 2)])
+def _window(block: str, attempt: int, busy: bool) -> Window:
+    figures = {"others_pct": 60.0 if busy else 1.0, "steal_pct": 0.0, "load1": 1.0}
+    return Window(block, "base", 1, {}, "2026-12-01T00:00:00Z", 1.0, machine=figures,
+                  attempt=attempt)
+
+
+def test_the_words_of_each_warning() -> None:
+    """Each fact worded once, whatever renders it; ranked by kind, most fundamental first."""
+    measured = [_window("a", 1, False)] * 480 + [_window("a", 2, False)] * 6 + [
+        _window("a", 2, True)]
+    items = warnings.ranked(
+        warnings.uncertified(True, True, [Certificate("b", 6, 2, nan, ""),
+                                          Certificate("c", 0, 0, nan, "")])
+        + warnings.busy([{"block": "b", "busy": True, "reasons": ["load 3.0"], "load1": 3.0,
+                          "busy_pct": 90, "others_pct": 60, "steal_pct": 0}], [], measured)
+        + warnings.drift([{"block": "a", "floor": "pgbench", "metric": "tps", "before": 14723,
+                           "after": 5150, "drift_percent": -65.0, "flagged": True}], 0.10,
+                         exact=False)
+        + warnings.scope("quick", None))
     assert [(i.kind, i.block) for i in items] == [
-        ("windows", "a"), ("drift", "a"), ("busy", "b"), ("uncertified", "b"),
+        ("scope", None), ("drift", "a"), ("busy", "b"), ("windows", "a"), ("uncertified", "b"),
         ("uncertified", "c")]
-    assert items[0].text == "7 of 480 windows busy, measured again; 1 busy again"
-    assert items[1].text == "floor drifted −65 % (14,723 → 5,150/s) over the block"
-    assert items[3].text == "not certified: 2 of 6 A/A cells clear"
-    assert items[4].text == "not certified: no A/A pair"
+    assert [i.severity for i in items][:3] == ["caution", "caution", "warning"]
+    assert items[0].text == "quick run: the suite's reduced sizes, not its full measurement"
+    assert items[1].text == ("a: the tps floor drifted −65 % (14,723/s before the block, "
+                             "5,150/s after), beyond the ±10 % threshold")
+    assert items[2].text == "preflight b: the machine was busy (load 3.0)"
+    assert items[3].text == "a: 7 of 480 windows busy, measured again; 1 busy again"
+    assert items[4].text == "b: not certified: 2 of 6 A/A cells clear"
+    assert items[5].text == "c: not certified: no A/A pair"
     assert warnings.summary(items) == "drift −65 %; 2 busy blocks; 2 not certified"
     assert warnings.summary([]) == "—"
-    v1 = warnings.decide(exact=False, blocks=["a"], windows=[Windows("a", 10, 0, 3)])
-    assert [i.text for i in v1] == ["3 of 10 windows measured on a busy machine",
-                                    "decided by the v1 ranges rule: no block is certified"]
-    assert warnings.summary(v1) == "1 busy block; v1 rule"
+    assert warnings.drift([{"flagged": True}], 0.10, exact=True) == []  # a fact, not a gate
+    v1 = warnings.uncertified(False, True, [])
+    assert [i.text for i in v1] == ["decided by the v1 ranges rule: no block is certified"]
+    assert warnings.summary(v1) == "v1 rule"
     assert Item.from_json(items[1].to_json()) == items[1]
 
 
@@ -60,19 +79,19 @@ def test_the_warnings_of_archived_runs(results: Path, tmp_path: Path) -> None:
     store = RunStore(results, tmp_path / "cache")
     noisy = header.items(store.get(NOISY))
     kinds = [(i.kind, i.block) for i in noisy]
-    assert kinds.count(("windows", "callers")) == 1 and kinds.count(("windows", "pages")) == 1
-    assert ("drift", "callers") in kinds and ("drift", "pages") in kinds
+    assert kinds.count(("windows", "callers")) == 2 and kinds.count(("windows", "pages")) == 2
+    assert not any(k == "drift" for k, _ in kinds)  # method v2: drift is a fact, not a gate
+    assert not any(k == "noisy" for k, _ in kinds)  # v2: the certification says it, once
     assert ("uncertified", "callers") in kinds and ("uncertified", "pages") in kinds
-    windows = next(i for i in noisy if i.kind == "windows")
-    assert windows.text == "3 of 120 windows busy, measured again"  # 20 rounds × 3 × 2
-    drift = next(i for i in noisy if i.kind == "drift")
-    assert drift.percent == pytest.approx(-59.9, abs=0.2)
+    assert "callers: 3 of 120 windows busy, measured again" in [i.text for i in noisy]
+    floors = store_module.reading(store.get(NOISY)).drift  # the drift itself stays a fact
+    assert floors[0]["flagged"] and floors[0]["drift_percent"] == pytest.approx(-59.9, abs=0.2)
     assert header.items(store.get(CALM)) == []  # quiet, steady, certified
     assert [i.text for i in header.items(store.get(ALONE))] == [
         "no A/A pair: no block is certified"]
     demo = header.items(store.get(DEMO))
     assert demo[-1].text == "decided by the v1 ranges rule: no block is certified"
-    cached = list((tmp_path / "cache" / "warnings").glob(f"{NOISY}.*.json"))
+    cached = list((tmp_path / "cache" / "reading").glob(f"{NOISY}.*.json"))
     assert len(cached) == 1
     again = RunStore(results, tmp_path / "cache")  # a new build reads them from the cache
     assert header.items(again.get(NOISY)) == noisy
@@ -86,7 +105,7 @@ def test_the_page_text_keeps_no_header(results: Path) -> None:
     assert "Before the figures" not in done.markdown and "Measured on" not in done.markdown
     shown = header.under_title(done.markdown, header.markdown(done.runs, "perf/p.md", "runs"))
     assert shown.startswith('# Perf\n\n!!! warning "Before the figures"\n')
-    assert f"(../runs/{NOISY}.md), block callers: floor drifted −60 %" in shown
+    assert f"(../runs/{NOISY}.md): callers: 3 of 120 windows busy, measured again" in shown
 
 
 PAGE = ("---\nruns:\n{runs}---\n\n# Perf {n}\n\n"
@@ -107,7 +126,7 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     assert logged == []
     noisy = (site / "perf/noisy/index.html").read_text(encoding="utf-8")
     box = noisy.split('<p class="admonition-title">Before the figures</p>')[1].split("</div>")[0]
-    assert box.count("<li>") == 6  # per block: windows, drift, not certified
+    assert box.count("<li>") == 6  # per block: busy windows, measured again, not certified
     assert box.count(f'href="../../runs/{NOISY}/"') == 6
     assert "3 of 120 windows busy, measured again" in box
     assert "not certified: " in box and "A/A cells clear" in box
@@ -134,7 +153,7 @@ def test_runs_index_has_machine_and_warnings(results: Path, tmp_path: Path) -> N
 
     assert "<td>Intel Xeon (synthetic) ×4</td>" in row(ALONE)
     assert "<td>none certified</td>" in row(ALONE)
-    assert "<td>drift −60 %; 2 busy blocks; 2 not certified</td>" in row(NOISY)
+    assert "<td>2 busy blocks; 2 not certified</td>" in row(NOISY)  # v2: no drift
     assert "<td>—</td>" in row(CALM)
     assert "v1 rule" in row(DEMO)
 

@@ -45,7 +45,7 @@ def _suite(**kwargs: object) -> Suite:
 
 # What an exact suite records now: method 2.1 (its resolution by simulation, Holm's certificate)
 RULE_21 = {"test": "wilcoxon", "alpha": 0.01, "version": "2.1", "certify_alpha": 0.01,
-           "target_pct": 20.0}  # the default target (suite.RESOLUTION_TARGET)
+           "target_pct": 20.0}  # the default target (vocabulary.TARGET_PCT)
 
 
 # ---- the suite's rule and its design ---------------------------------------------------------

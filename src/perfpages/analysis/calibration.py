@@ -39,12 +39,12 @@ from perfpages.archive.calibration import TURN_S, check
 from perfpages.archive.frame import counted, round_metrics
 from perfpages.archive.preflight import busy
 from perfpages.archive.reader import Run
+from perfpages.archive.vocabulary import ALPHA, POWER
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import AnalysisError
 
 DESIGNS = ((5, 8), (10, 4), (20, 2), (40, 1))  # rounds × window seconds: 40 s a label each
 METRICS = ("throughput", "p50")
-ALPHA, POWER = 0.01, 0.80
 BUDGET = 2.0  # a design fits when its block takes at most this × the 5 × 8 s design's time
 EXTRAPOLATE_FROM = 5  # rounds measured, at least, to compute a design's resolution at more
 TESTS = {"paired": "wilcoxon", "unpaired": "mann-whitney"}

@@ -10,12 +10,9 @@ from typing import Any
 from perfpages.analysis.decision import Rule
 from perfpages.analysis.method import check_comparable, machine_text
 from perfpages.analysis.tidy import Tidy
+from perfpages.analysis.warnings import scope
 from perfpages.archive.reader import Run
 from perfpages.errors import AnalysisError
-
-SCOPES = {"quick": "a quick run (the suite's reduced sizes)",
-          "test": "a test run (a tiny run made by tests, not a measurement)",
-          "transcribed": "transcribed from a published source, not measured here"}
 
 
 @dataclass(frozen=True)
@@ -84,8 +81,8 @@ def warnings(cross: Cross) -> list[str]:
     out = caveat(cross)
     for run in cross.runs:
         m = run.manifest
-        if m.scope in SCOPES:
-            out.append(f"{run.id}: {SCOPES[m.scope]}")
+        source = m.source.note() if m.source is not None else None
+        out += [f"{run.id}: {item.text}" for item in scope(m.scope, source)]
         out += [f"{run.id}: {note}" for note in run.notes]
     return out
 

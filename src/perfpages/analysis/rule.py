@@ -2,15 +2,17 @@
 
 Runs archived before method v2 record none and keep "ranges apart"; method v2 runs record an
 exact rank test and, from method 2.1, the version that says how its resolution is computed and
-its blocks certified. `perfpages.analysis.decision` decides with it.
+its blocks certified. `perfpages.analysis.decision` decides with it; its defaults are the
+vocabulary's (`archive.vocabulary`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import inf
-from typing import Any, Literal
+from typing import Any
 
+from perfpages.archive import vocabulary
 from perfpages.archive.manifest import Method
 from perfpages.errors import AnalysisError
 
@@ -28,12 +30,12 @@ class Rule:
     correction over its A/A cells at `certify_alpha`, and resolving `target_pct` when the
     suite states one)."""
 
-    test: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
-    alpha: float = 0.01
-    min_rounds: int = 5
-    power: float = 0.80  # for the resolution
-    version: Literal["2.0", "2.1"] = "2.0"
-    certify_alpha: float = 0.01
+    test: vocabulary.Test = "ranges"
+    alpha: float = vocabulary.ALPHA
+    min_rounds: int = vocabulary.MIN_ROUNDS
+    power: float = vocabulary.POWER  # for the resolution
+    version: vocabulary.RuleVersion = "2.0"
+    certify_alpha: float = vocabulary.CERTIFY_ALPHA
     target_pct: float | None = None  # the resolution the suite aims at (2.1), in percent
 
     def __post_init__(self) -> None:
@@ -68,9 +70,9 @@ class Rule:
         if not rule:
             return Rule(min_rounds=method.min_rounds)
         target = rule.get("target_pct")
-        return Rule(test=rule["test"], alpha=float(rule.get("alpha", 0.01)),
+        return Rule(test=rule["test"], alpha=float(rule.get("alpha", vocabulary.ALPHA)),
                     min_rounds=method.min_rounds, version=str(rule.get("version", "2.0")),
-                    certify_alpha=float(rule.get("certify_alpha", 0.01)),
+                    certify_alpha=float(rule.get("certify_alpha", vocabulary.CERTIFY_ALPHA)),
                     target_pct=float(target) if target is not None else None)
 
     def to_json(self) -> dict[str, Any]:
@@ -97,8 +99,7 @@ class Rule:
                 f"by Holm's correction over its A/A cells{target})")
 
 
-VERSIONS = ("2.0", "2.1")
-TESTS = ("ranges", "wilcoxon", "mann-whitney")
+VERSIONS, TESTS = vocabulary.RULE_VERSIONS, vocabulary.TESTS
 RANGES = Rule()
 V2 = Rule("wilcoxon")  # method v2's default (chosen by benchmarks/bench_method.py)
 V21 = Rule("wilcoxon", version="2.1")  # what a suite records now (`Suite.rule_json`)

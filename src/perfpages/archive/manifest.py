@@ -9,10 +9,10 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from perfpages.archive import schema
+from perfpages.archive.vocabulary import DRIFT_THRESHOLD, MIN_ROUNDS, SCOPE_TEXTS, Scope
 from perfpages.errors import ArchiveError
 
 Status = Literal["running", "partial", "complete", "failed"]
-Scope = Literal["full", "quick", "test", "synthetic", "transcribed"]
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 SHA_PREFIX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
@@ -113,8 +113,8 @@ class Method:
     seed: int | None = None
     warmup_s: float = 0.0
     window_s: float = 0.0
-    min_rounds: int = 5
-    drift_threshold: float = 0.10
+    min_rounds: int = MIN_ROUNDS
+    drift_threshold: float = DRIFT_THRESHOLD
     notes: str = ""
     # CPUs each part ran on ("subject", "postgres", "load"); a part not named ran anywhere
     placement: dict[str, list[int]] = field(default_factory=dict)
@@ -191,7 +191,7 @@ class Source:
 
     def note(self) -> str:
         """How every report, citation and page says where the figures come from."""
-        return f"transcribed, not measured here: from “{self.title}” ({self.where()}), {self.date}"
+        return f"{SCOPE_TEXTS['transcribed']}: from “{self.title}” ({self.where()}), {self.date}"
 
     def rule_text(self) -> str:
         """The source's rule as every verdict on it says it ("" when it gave none)."""

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from perfpages.archive import schema
 from perfpages.archive.histogram import HistogramError, Latency
+from perfpages.archive.vocabulary import PGBENCH
 from perfpages.errors import ArchiveError
 
 Kind = Literal["measure", "warmup", "floor"]
@@ -24,7 +25,7 @@ def floor_kind(params: dict[str, Any]) -> str:
     """Which floor a floor window measured: "pgbench" straight to PostgreSQL (the machine's
     check), or an HTTP subject's own floor named by its `floor` parameter ("health")."""
     kind = params.get("floor")
-    return kind if isinstance(kind, str) and kind else "pgbench"
+    return kind if isinstance(kind, str) and kind else PGBENCH
 
 
 def params_key(params: dict[str, Scalar]) -> str:

@@ -13,17 +13,16 @@ from rich.table import Table
 from rich.text import Text
 
 from perfpages.analysis.calibration import (
-    ALPHA,
     BUDGET,
     DESIGNS,
     EXTRAPOLATE_FROM,
-    POWER,
     Calibration,
     Design,
     calibrate,
 )
 from perfpages.archive.calibration import MAX_MINUTES, TURN_S
 from perfpages.archive.reader import open_run, resolve
+from perfpages.archive.vocabulary import ALPHA, POWER
 from perfpages.errors import PerfpagesError
 
 FORMATS = ("term", "json")

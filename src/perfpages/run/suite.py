@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import psycopg
 
+from perfpages.archive import vocabulary
 from perfpages.errors import PerfpagesError
 from perfpages.run.delay import as_param
 
@@ -33,13 +34,8 @@ from perfpages.run.httpspec import Service as Service
 from perfpages.run.pgbench import Script
 from perfpages.run.placement import Placement
 
-RULES = ("ranges", "wilcoxon", "mann-whitney")
 # The design each rule defaults to (a field left None takes its rule's value): v1's few long
 # windows, or v2.1's many short ones, every label's window of a cell back to back (run/design).
-# The resolution a block of an exact rule must reach to be certified when the suite states none
-# (percent of its first metric, worst cell): a block that cannot tell 20 % apart supports none of
-# the changes pages state (a few percent to a few tens), however quiet its A/A pair.
-RESOLUTION_TARGET = 20.0
 DESIGNS: dict[str, dict[str, Any]] = {
     "ranges": {"rounds": 5, "order": "rotate", "warmup_s": 5.0, "window_s": 30.0},
     "exact": {"rounds": 20, "order": "pairs", "warmup_s": 0.5, "window_s": 2.0},
@@ -171,22 +167,22 @@ class Suite:
     warmup_s: float | None = None
     window_s: float | None = None
     floor_s: float = 3.0
-    min_rounds: int = 5
-    drift_threshold: float = 0.10
+    min_rounds: int = vocabulary.MIN_ROUNDS
+    drift_threshold: float = vocabulary.DRIFT_THRESHOLD
     scope: Literal["full", "quick", "test"] = "full"
     database: str = "bench"
     notes: str = ""
     placement: Placement = field(default_factory=Placement)
-    rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"
-    alpha: float = 0.01
+    rule: Literal["ranges", "wilcoxon", "mann-whitney"] = "ranges"  # vocabulary.TESTS
+    alpha: float = vocabulary.ALPHA
     # The resolution a block must reach to be certified (percent; exact rules only), e.g. 10;
-    # None: RESOLUTION_TARGET under an exact rule
+    # None: vocabulary.TARGET_PCT under an exact rule
     resolution_target: float | None = None
 
     def __post_init__(self) -> None:
-        if self.rule not in RULES:
+        if self.rule not in vocabulary.TESTS:
             raise PerfpagesError(f"unknown rule {self.rule!r}", key="rule",
-                                 fix=f"use one of: {', '.join(RULES)}")
+                                 fix=f"use one of: {', '.join(vocabulary.TESTS)}")
         if not 0 < self.alpha < 0.5:
             raise PerfpagesError(f"alpha={self.alpha!r} is not between 0 and 0.5", key="alpha",
                                  fix="use a two-sided level such as 0.01")
@@ -203,7 +199,7 @@ class Suite:
                                      fix="give the change in percent a block must resolve, "
                                          "e.g. resolution_target=10")
         if self.rule != "ranges" and self.resolution_target is None:
-            object.__setattr__(self, "resolution_target", RESOLUTION_TARGET)
+            object.__setattr__(self, "resolution_target", vocabulary.TARGET_PCT)
         design = DESIGNS["ranges" if self.rule == "ranges" else "exact"]
         for name, value in design.items():
             if getattr(self, name) is None:  # frozen: set once, here
@@ -233,7 +229,8 @@ class Suite:
         their A/A cells at 1 %, and resolving `resolution_target` where given)."""
         if self.rule == "ranges":
             return None
-        return {"test": self.rule, "alpha": self.alpha, "version": "2.1", "certify_alpha": 0.01,
+        return {"test": self.rule, "alpha": self.alpha, "version": vocabulary.RULE_VERSIONS[-1],
+                "certify_alpha": vocabulary.CERTIFY_ALPHA,
                 **({"target_pct": float(self.resolution_target)}
                    if self.resolution_target is not None else {})}
 

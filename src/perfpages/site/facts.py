@@ -23,14 +23,13 @@ from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.transcribed import BUILD_NOTE
 from perfpages.archive import files
+from perfpages.archive.vocabulary import PGBENCH
 from perfpages.archive.window import floor_kind
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.macros import cell_text
 from perfpages.site.pins import Pins
-from perfpages.site.store import Loaded
-
-FLOOR_METRICS = ("tps", "throughput")  # the floor's rate, as report.drift picks it
+from perfpages.site.store import Loaded, reading
 
 
 def lookup(data: Any, key: str, where: str) -> Any:
@@ -85,21 +84,19 @@ def text(value: Any, digits: int | None = None, percent: bool = False,
 
 @dataclass(frozen=True)
 class Drift:
-    """The floors of one block: before and after it, and the change between their medians."""
+    """The floors of one block and kind, as the run's reading has them: before and after it,
+    the change between their medians, and whether the machine drifted."""
 
     block: str
     metric: str
     before: Cell
     after: Cell
     threshold: float  # a fraction, from the run's method
+    flagged: bool  # as the run's reading decided it (`decision.drifted`)
 
     @property
     def percent(self) -> float:
         return decision.percent_change(self.before.median, self.after.median)
-
-    @property
-    def flagged(self) -> bool:
-        return decision.drifted(self.before, self.after, self.threshold)
 
     def describe(self) -> str:
         unit = info(self.metric).unit
@@ -107,7 +104,7 @@ class Drift:
                 f"{cell_text(self.after, unit)} after ({format_percent(self.percent)})")
 
 
-def floor_drift(loaded: Loaded, block: str | None, kind: str = "pgbench") -> Drift:
+def floor_drift(loaded: Loaded, block: str | None, kind: str = PGBENCH) -> Drift:
     """The floors of `block` (the only block with floors when None) of one kind: "pgbench"
     straight to PostgreSQL (the machine's check) or an HTTP subject's "health" floor, never
     pooled (their rates differ by an order of magnitude)."""
@@ -127,17 +124,14 @@ def floor_drift(loaded: Loaded, block: str | None, kind: str = "pgbench") -> Dri
     if kind not in kinds:
         raise AnalysisError(f"no {kind!r} floor around block {block!r}",
                             fix=f"use kind= one of: {', '.join(kinds)}")
-    rows = [r for r in rows if floor_kind(r.params) == kind]
-    metric = next((m for m in FLOOR_METRICS if any(r.metric == m for r in rows)), None)
-    cells: dict[str, list[float]] = {}
-    for r in rows:
-        if r.metric == metric:
-            cells.setdefault(str(r.params.get("position")), []).extend(r.values)
-    if metric is None or "before" not in cells or "after" not in cells:
+    d = next((d for d in reading(loaded).drift if d["block"] == block and d["floor"] == kind),
+             None)
+    if d is None or d["metric"] is None:
         raise AnalysisError(f"block {block!r} lacks a floor before or after it",
                             fix="floors need both positions; the run may have been cut short")
-    return Drift(block, metric, Cell(tuple(cells["before"])), Cell(tuple(cells["after"])),
-                 loaded.manifest.method.drift_threshold)
+    return Drift(block, d["metric"], Cell(tuple(d["before_seconds"])),
+                 Cell(tuple(d["after_seconds"])), loaded.manifest.method.drift_threshold,
+                 d["flagged"])
 
 
 CONDITION_CHARS = 90  # a plan's conditions are cut here: the whole plan is in the archive
@@ -235,7 +229,7 @@ class Facts:
         return "\n\n" + escape.table(header, builds + rows) + "\n\n"
 
     def floor(self, position: str = "before", *, block: str | None = None,
-              run: str | None = None, digits: int | None = None, kind: str = "pgbench") -> str:
+              run: str | None = None, digits: int | None = None, kind: str = PGBENCH) -> str:
         """The floor's rate before (or after) a block: "11,951/s"; kind="health": the HTTP
         subject's own floor."""
         d = floor_drift(self._run(run), block, kind)
@@ -245,7 +239,7 @@ class Facts:
         return escape.md(cell_text(cell, info(d.metric).unit, digits))
 
     def drift(self, *, block: str | None = None, run: str | None = None,
-              show_verdict: bool = True, kind: str = "pgbench") -> str:
+              show_verdict: bool = True, kind: str = PGBENCH) -> str:
         """The floor after a block against the one before: "+207 % (beyond the 10 % threshold)"."""
         d = floor_drift(self._run(run), block, kind)
         limit = f"{format_number(d.threshold * 100)} %"

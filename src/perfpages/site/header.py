@@ -1,99 +1,33 @@
 """What a reader sees under a page's title before any figure: the warnings of its pinned runs
-(`perfpages.analysis.warnings`, one box) and the machine they were measured on.
+(each run's reading's ranked items, `perfpages.analysis.reading`, in one box) and the machine
+they were measured on.
 
 The header is added by the MkDocs plugin outside the page's snapshot (like the note above an
 older version): a published page's snapshot stays as it was while its readers see what is now
-known about its runs. A run's warnings are gathered once per run and cached beside its cells.
+known about its runs. A run's reading is made once per run and cached beside its cells.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from perfpages.analysis import certification, warnings
-from perfpages.analysis.decision import Rule
 from perfpages.analysis.method import machine_text
-from perfpages.analysis.warnings import Floor, Item, Pair, Windows
-from perfpages.archive import preflight
+from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
-from perfpages.archive.reader import Run, open_run
-from perfpages.errors import AnalysisError
+from perfpages.archive.reader import Run
+from perfpages.archive.vocabulary import SCOPE_TEXTS, SCOPE_TITLES
 from perfpages.site import escape
-from perfpages.site.facts import floor_drift
 from perfpages.site.macros import source_link
-from perfpages.site.pins import Pins
-from perfpages.site.store import Loaded, product_cache, read_entry, write_entry
-from perfpages.site.verdicts import aa_found
-
-PRODUCT = "warnings"
-
-
-def _windows(loaded: Loaded, run: Run | None) -> list[Windows]:
-    """Per block: first attempts, windows measured again, counted windows on a busy machine
-    (reads results.jsonl, unless the caller has the run open: called once per run, then
-    cached)."""
-    from perfpages.archive.frame import counted  # pandas: imported when first needed
-
-    measured = (run if run is not None else open_run(loaded.path)).measured
-    blocks: dict[str, list[int]] = {}
-    for w in measured:
-        entry = blocks.setdefault(w.block, [0, 0, 0])
-        entry[0 if w.attempt == 1 else 1] += 1
-    for w in counted(measured):
-        blocks[w.block][2] += preflight.busy(w.machine)
-    return [Windows(b, *counts) for b, counts in blocks.items()]
-
-
-def _floors(loaded: Loaded) -> list[Floor]:
-    out = []
-    for block in dict.fromkeys(r.block for r in loaded.floors):
-        try:
-            d = floor_drift(loaded, block, "pgbench")
-        except AnalysisError:
-            continue  # no pgbench floor here, or one side of it missing: nothing decided
-        out.append(Floor(block, d.metric, d.before.median, d.after.median, d.flagged))
-    return out
-
-
-def _pairs(loaded: Loaded) -> list[Pair]:
-    found = aa_found(Pins({"run": loaded}), "run")
-    out: dict[str, Pair] = {}
-    for block, _, _, change in found:
-        p = out.get(block, Pair(block, 0, 0))
-        out[block] = Pair(block, p.cells + 1, p.clear + change.clear)
-    if Rule.of(loaded.manifest.method).holm:  # 2.1: Holm over the cells, and a resolution
-        certs = {c.block: c for c in certification.certificates([], found)}
-        return [replace(p, certificate=certs[p.block]) for p in out.values()]
-    return list(out.values())
+from perfpages.site.store import Loaded, reading
 
 
 def items(loaded: Loaded, run: Run | None = None) -> list[Item]:
-    """The warnings of one run (cached in memory and, for a complete run, on disk); `run`: the
-    same run already open, so that its windows are not read and validated again."""
-    if PRODUCT in loaded.memo:
-        return loaded.memo[PRODUCT]
-    path = product_cache(loaded, PRODUCT)
-    out = None
-    saved = read_entry(path, loaded.cache_key) if path is not None else None
-    if saved is not None:
-        try:
-            out = [Item.from_json(x) for x in saved]
-        except (ValueError, TypeError, KeyError):
-            out = None  # a cache is never a reason for a build to fail: decide again
-    if out is None:
-        out = warnings.decide(exact=Rule.of(loaded.manifest.method).exact,
-                              blocks=dict.fromkeys(r.block for r in loaded.cells),
-                              preflights=preflight.read(loaded.path),
-                              windows=_windows(loaded, run), floors=_floors(loaded),
-                              pairs=_pairs(loaded))
-        if path is not None:
-            write_entry(path, loaded.cache_key, [i.to_json() for i in out])
-    loaded.memo[PRODUCT] = out
-    return out
+    """What a reader must know about one run: its reading's ranked items (`run`: the same run
+    already open, so that it is not read again)."""
+    return reading(loaded, run).items
 
 
 def machine_short(machine: Mapping[str, Any]) -> str:
@@ -117,9 +51,7 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
     lines = []
     for alias, loaded in runs.items():
         link = _link(alias, loaded.manifest.id, page_src, run_pages)
-        for i in items(loaded):
-            where = f", block {escape.md(i.block)}" if i.block else ""
-            lines.append(f"    - {link}{where}: {escape.md(i.text)}")
+        lines += [f"    - {link}: {escape.md(i.text)}" for i in items(loaded)]
     return _listed("warning", "Before the figures", "What is known about the runs this page "
                    "pins (each run's page has the details):", lines)
 
@@ -135,12 +67,17 @@ def not_measured(m: Manifest) -> list[str]:
     """The box atop a run's page whose figures are no measurement here: synthetic values, or
     a table transcribed from its source."""
     if m.scope == "synthetic":
-        return ['!!! warning "Synthetic run"', "",
-                "    Generated values written by the real archive writer: not a measurement.", ""]
+        return [f'!!! warning "{SCOPE_TITLES["synthetic"]}"', "",
+                f"    {_sentence(SCOPE_TEXTS['synthetic'])}.", ""]
     if m.source is not None:
-        return ['!!! note "Transcribed, not measured here"', "", "    Figures transcribed from "
-                f"{source_link(m.source)}: perfpages did not measure them.", ""]
+        return [f'!!! note "{SCOPE_TITLES["transcribed"]}"', "",
+                f"    {_sentence(SCOPE_TEXTS['transcribed'])}: figures from "
+                f"{source_link(m.source)}.", ""]
     return []
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def transcribed(runs: Mapping[str, Loaded]) -> str:
@@ -151,9 +88,8 @@ def transcribed(runs: Mapping[str, Loaded]) -> str:
         source = loaded.manifest.source
         if source is not None:
             lines.append(f"    - {escape.code(alias)}: {source_link(source)}")
-    return _listed("note", "Transcribed, not measured here", "The figures of these runs are "
-                   "transcribed from where they were published; perfpages did not measure "
-                   "them:", lines)
+    return _listed("note", SCOPE_TITLES["transcribed"], f"The figures of these runs: "
+                   f"{SCOPE_TEXTS['transcribed']}, from where they were published:", lines)
 
 
 def machine(runs: Mapping[str, Loaded]) -> str:

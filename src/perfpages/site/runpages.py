@@ -1,9 +1,8 @@
-"""Generated pages: one per archived run (provenance, tables, files, citation) and an index.
-
-A complete run never changes, so its page is cached on disk (.cache/perfpages/pages/) as the
-cells of pinned runs are (`store`): keyed on the sha256 of its seal.json and run.json and of
-this code, checksummed, and used only while the run is unchanged since its full check, so a
-corrupted archive or an edited cache is never published.
+"""Generated pages: one per archived run (its reading rendered: provenance, tables, files,
+citation) and an index. A complete run never changes, so its page is cached on disk
+(.cache/perfpages/pages/) as its cells and reading are (`store`): keyed on the sha256 of its
+seal.json and run.json and of this code, checksummed, and used only while the run is unchanged
+since its full check, so a corrupted archive or an edited cache is never published.
 
 The Reproduction section (a run's replays; on a replay, what reproduced) is never cached: it
 depends on runs archived later and on the pages' claims, so it is made on every build, from the
@@ -17,7 +16,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
@@ -39,7 +38,11 @@ from perfpages.archive.seal import added, added_text
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape, header, page
 from perfpages.site import reproduction as repro
+from perfpages.site import store as products
 from perfpages.site.store import RunStore, cache_key, code_hash, entry_path, read_entry, write_entry
+
+if TYPE_CHECKING:
+    from perfpages.analysis.reading import Reading
 
 PREFIX = "runs"  # pages at runs/<id>/, files at runs/<id>/<path>; cite.run_url agrees
 # A compressed file is published as its .gz and, to read in the browser, a text file with its
@@ -113,14 +116,16 @@ def _rows(pairs: list[tuple[str, str]]) -> str:
     return "\n".join(f"- **{escape.md(k)}**: {v}" for k, v in pairs)
 
 
-def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None) -> str:
-    """The Markdown of one run's page (`shown`: its `readable` files, read when not given);
-    every value from the archive is escaped."""
-    from perfpages.analysis import report  # pandas: only when a page is not in the cache
+def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None,
+           seen: Reading | None = None) -> str:
+    """The Markdown of one run's page (`shown`: its `readable` files, read when not given;
+    `seen`: its reading, made when not given); every value from the archive is escaped."""
     from perfpages.analysis.cite import cite
+    from perfpages.analysis.reading import read  # only when a page is not in the cache
 
     m = run.manifest
-    data = report.build(run) if run.measured else None
+    seen = seen or (read(run) if run.measured else None)
+    data = seen.to_json() if seen is not None else None
     # The theme prints a page's title unescaped in <title>: give it one that is already escaped.
     out = ["---", f"title: {json.dumps(html.escape(m.title))}", "---", "",
            f"# {escape.md(m.title)}", ""]
@@ -276,13 +281,6 @@ def _files(run: Run, shown: dict[str, Readable]) -> list[str]:
     return out
 
 
-def _warnings(store: RunStore, run: Run) -> str:
-    try:
-        return summary(header.items(store.get(run.path.name, run), run))
-    except AnalysisError as exc:  # the run is intact (its page says so) but not decidable
-        return f"not decided: {exc}"
-
-
 def _site_files(run_dir: Path) -> dict[str, Path]:
     return {f"{PREFIX}/{run_dir.name}/{p.relative_to(run_dir).as_posix()}": p
             for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
@@ -322,10 +320,15 @@ class RunPages:
                 taken, stamp = time.time_ns(), fingerprint(run_dir)
                 run = open_run(run_dir)
                 shown = readable(run)
-                text = render(run, self.site_url, shown)
+                seen: Reading | str = "—"  # a complete run's reading, made once and cached
+                try:
+                    if manifest.status == "complete":
+                        seen = products.reading(self.store.get(run_dir.name, run), run)
+                except AnalysisError as exc:  # intact (its page says so), yet not readable
+                    seen = f"not decided: {exc}"
+                text = render(run, self.site_url, shown, None if isinstance(seen, str) else seen)
                 texts = {f"{PREFIX}/{run_dir.name}/{c.name}": c.text for c in shown.values()}
-                short = _warnings(self.store, run) \
-                    if manifest.status == "complete" else "—"
+                short = seen if isinstance(seen, str) else summary(seen.items)
                 if cache is not None:  # one file, written whole: never half a page
                     write_entry(cache, key, {"fingerprint": settled(stamp, taken), "markdown": text,
                                              "texts": texts, "warnings": short})
@@ -395,11 +398,12 @@ class RunPages:
 
 def index(entries: list[RunEntry]) -> str:
     """The index of all runs, newest first, with each run's machine and warnings in short
-    (`perfpages.analysis.warnings`, decided when its page is made and cached with it)."""
+    (`perfpages.analysis.warnings.summary` of its reading, cached with its page)."""
     out = ["# Runs", "", "Every archived run under `results/`, newest first. A run's page has its "
            "pins, method, machine, tables, files with checksums, and how to cite and replay it. "
-           "Warnings: the largest floor drift beyond the run's threshold, blocks with a busy "
-           "machine, blocks not certified.", ""]
+           "Warnings, as its report lists them: the largest floor drift beyond the run's "
+           "threshold (runs decided by the v1 ranges rule), blocks with faults, blocks with a "
+           "busy machine, blocks not certified.", ""]
     if not entries:
         return "\n".join([*out, "No run is archived yet: `invoke bench.run` makes one.", ""])
     rows = []

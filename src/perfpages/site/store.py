@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfpages.archive.histogram import Latency
 from perfpages.archive.manifest import Manifest
@@ -48,6 +48,9 @@ from perfpages.archive.window import params_key
 from perfpages.archive.writer import write_text_atomic
 from perfpages.cache import cache_dir
 from perfpages.errors import ArchiveError, PerfpagesError
+
+if TYPE_CHECKING:
+    from perfpages.analysis.reading import Reading
 
 
 @functools.cache
@@ -138,11 +141,40 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
     return out
 
 
+PRODUCT = "reading"  # a run's one derived product (histograms aside: only some pages draw them)
+
+
 def product_cache(loaded: Loaded, product: str) -> Path | None:
-    """Where a complete run's derived `product` (e.g. its warnings) is cached, beside its
+    """Where a complete run's derived `product` (its reading) is cached, beside its
     histograms and under the same key; None when the run is not cached."""
     path = loaded.histogram_cache
     return None if path is None else path.parent.parent / product / path.name
+
+
+def reading(loaded: Loaded, run: Run | None = None) -> Reading:
+    """The run's one reading (`perfpages.analysis.reading`): what its page, a page's header,
+    the runs index and the floor macros say of it. Made once per run (`run`: the same run
+    already open, so that it is not read and validated again) and, for a complete run, cached
+    on disk beside its cells under the same key; an AnalysisError when it cannot be read (a
+    run with no measurement windows)."""
+    from perfpages.analysis.reading import Reading, read
+
+    if PRODUCT in loaded.memo:
+        return loaded.memo[PRODUCT]
+    path = product_cache(loaded, PRODUCT)
+    saved = read_entry(path, loaded.cache_key) if path is not None else None
+    out = None
+    if saved is not None:
+        try:
+            out = Reading.from_json(saved)
+        except (ValueError, TypeError, KeyError):
+            out = None  # a cache is never a reason for a build to fail: read again
+    if out is None:
+        out = read(run if run is not None and run.path == loaded.path else open_run(loaded.path))
+        if path is not None:
+            write_entry(path, loaded.cache_key, out.to_json())
+    loaded.memo[PRODUCT] = out
+    return out
 
 
 def _histograms(saved: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, Latency]]:

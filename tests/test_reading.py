@@ -1,0 +1,91 @@
+"""One reading of a run: `bench report`, `bench cite`, a page's header and the runs index say the
+same list of what a reader must know, for every archived run and the synthetic ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfpages.analysis import report
+from perfpages.analysis.cite import cite
+from perfpages.analysis.reading import Reading, read
+from perfpages.analysis.text import prose
+from perfpages.analysis.warnings import KINDS, summary
+from perfpages.archive.reader import find_runs, open_run
+from perfpages.site import escape, header
+from perfpages.site.store import RunStore
+from sites import make_results
+from v2runs import write_v2
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHIVED = [d for root in (ROOT / "results", ROOT / "tests" / "fixtures" / "results")
+            for d in find_runs(root)]
+SYNTHETIC = {"2026-12-01-synthetic-noisy": dict(aa_shift=0.08, floors=(1000.0, 400.0), again=3,
+                                                blocks=("callers", "pages")),
+             "2026-12-01-synthetic-calm": dict(floors=(1000.0, 1010.0)),
+             "2026-12-01-synthetic-alone": dict(aa=False),
+             "2026-12-01-synthetic-v21": dict(rule={"test": "wilcoxon", "alpha": 0.01,
+                                                    "version": "2.1", "certify_alpha": 0.01})}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = make_results(tmp_path_factory.mktemp("results"))  # v1 runs, one corrupt or odd
+    for run_id, options in SYNTHETIC.items():
+        write_v2(root, run_id, **options)  # type: ignore[arg-type]
+    return list(find_runs(root))
+
+
+def _check(run_dir: Path, cache: Path) -> None:
+    """The report's warnings, the citation's, the header's items (made afresh, then read back
+    from the cache by another build) and the header's box: one list, in one order."""
+    run = open_run(run_dir)
+    if run.manifest.status != "complete" or not run.measured:
+        return
+    data = report.build(run)
+    store = RunStore(run_dir.parent, cache)
+    items = header.items(store.get(run_dir.name, run), run)
+    assert data["warnings"] == [i.text for i in items], run_dir.name
+    assert [i["kind"] for i in data["items"]] == [i.kind for i in items]
+    assert [i.rank for i in items] == sorted(i.rank for i in items)  # ranked
+    again = header.items(RunStore(run_dir.parent, cache).get(run_dir.name))  # from the cache
+    assert again == items
+    box = header.box({"r": store.get(run_dir.name)})
+    assert [line.split(": ", 1)[1] for line in box.splitlines()
+            if line.startswith("    - ")] == [escape.md(w) for w in data["warnings"]]
+    cited = cite(run, "", data)
+    assert all(f"- {prose(w)}\n" in cited for w in data["warnings"])
+    counted = {"drift", "faults", "busy", "windows", "generator", "uncertified"}
+    assert (summary(items) == "—") == (not any(i.kind in counted for i in items))
+    m = run.manifest
+    if m.method.rule:  # method v2: drift is a fact on the page and in the floors, not a warning
+        assert not any(i.kind == "drift" for i in items)
+    else:  # v1: every flagged floor of every kind is a warning
+        assert sum(i.kind == "drift" for i in items) == sum(d["flagged"] for d in data["drift"])
+
+
+@pytest.mark.parametrize("run_dir", ARCHIVED, ids=[d.name for d in ARCHIVED])
+def test_archived_runs_say_one_list(run_dir: Path, tmp_path: Path) -> None:
+    _check(run_dir, tmp_path / "cache")
+
+
+def test_synthetic_runs_say_one_list(synthetic: list[Path], tmp_path: Path) -> None:
+    checked = 0
+    for run_dir in synthetic:
+        try:
+            open_run(run_dir)
+        except Exception:  # the corrupt fixture: no reading at all
+            continue
+        _check(run_dir, tmp_path / "cache")
+        checked += 1
+    assert checked >= len(SYNTHETIC) + 1
+
+
+def test_a_reading_is_plain_data_that_round_trips(synthetic: list[Path]) -> None:
+    run_dir = next(d for d in synthetic if d.name == "2026-12-01-synthetic-noisy")
+    seen = read(open_run(run_dir))
+    assert Reading.from_json(seen.to_json()) == seen
+    assert seen.drift and seen.drift[0]["flagged"]  # a fact of the floors, kept
+    assert {i.kind for i in seen.items} <= set(KINDS)
+    assert all(i.severity in ("warning", "caution") for i in seen.items)
