@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis import noise, transcribed
+from perfpages.analysis import noise, tablefile, transcribed
 from perfpages.analysis.report import build as report
 from perfpages.archive.frame import load
 from perfpages.archive.manifest import Manifest
@@ -122,7 +122,7 @@ def test_json_rows_read_like_csv(tmp_path: Path) -> None:
             for r, v in ((1, 1210), (2, 1180))]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"suite": "Widgets", "rows": rows}))
-    table = transcribed.read_table(path)
+    table = tablefile.read_table(path)
     assert table.suite == "Widgets" and table.values == "rounds" and table.rounds == 2
     assert table.rows[0].params == {"callers": 8}
     assert table.rows[1].metrics == {"throughput": 1180.0}
@@ -152,7 +152,7 @@ def test_bad_tables_are_one_line_naming_where(tmp_path: Path, text: str,
     path = tmp_path / "t.csv"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(PerfpagesError) as caught:
-        transcribed.read_table(path)
+        tablefile.read_table(path)
     message = str(caught.value)
     assert expected in message and message.startswith(str(path)) and "\n" not in message
     assert " — " in message  # and what to do
@@ -169,7 +169,7 @@ def test_bad_json_rows_name_their_key(tmp_path: Path, rows: list[dict[str, objec
     path = tmp_path / "t.json"
     path.write_text(json.dumps(rows))
     with pytest.raises(PerfpagesError) as caught:
-        transcribed.read_table(path)
+        tablefile.read_table(path)
     assert expected in str(caught.value)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from perfpages.analysis import transcribed
+from perfpages.analysis import tablefile, transcribed
 from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin, Source
 from perfpages.archive.reader import LOCK_FILE, RUN_FILE
 from perfpages.archive.writer import ArchiveWriter, new_run_id, utc_now
@@ -37,7 +37,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-.")
 
 
-def labels_for(table: transcribed.Table, builds: dict[str, str],
+def labels_for(table: tablefile.Table, builds: dict[str, str],
                env: dict[str, dict[str, str]], settings: dict[str, dict[str, Any]]
                ) -> dict[str, Label]:
     """Each label pinned to nothing installed here, with its build, environment and settings as
@@ -53,7 +53,7 @@ def labels_for(table: transcribed.Table, builds: dict[str, str],
             for name in table.labels}
 
 
-def manifest_for(table: transcribed.Table, source: Source, suite: str, run_id: str,
+def manifest_for(table: tablefile.Table, source: Source, suite: str, run_id: str,
                  command: str, labels: dict[str, Label] | None = None) -> Manifest:
     """The run.json of a transcribed run: labels pinned to nothing, no machine; a summary's
     changes decided by its source's rule when it states one (min_rounds: its rounds)."""
@@ -175,7 +175,7 @@ def import_table(results: Path, file: str, title: str | None, url: str | None,
     error line, and no run directory left behind. A JSON file's source keys stand for the
     options (an option given wins)."""
     path = Path(file)
-    table = transcribed.read_table(path)
+    table = tablefile.read_table(path)
     meta = table.meta
     def pick(value: Any, key: str) -> Any:
         return value if value not in (None, "") else meta.get(key)
@@ -191,7 +191,7 @@ def import_table(results: Path, file: str, title: str | None, url: str | None,
     n, rule_name = transcribed.check_rule(pick(rounds, "rounds"), pick(rule, "rule"),
                                           table.values)
     note = " ".join((pick(method, "method") or "").split())
-    digest = hashlib.sha256(transcribed._read_regular(path)).hexdigest()
+    digest = hashlib.sha256(tablefile.read_regular(path)).hexdigest()
     source = replace(source, values=table.values, rounds=n, rule=rule_name, method=note,
                      sha256=digest, notes=dict(table.notes))
     more_builds, more_env, more_settings = _meta_labels(path, meta.get("labels"))

@@ -26,7 +26,7 @@ from perfpages.analysis.metric import (
     metrics_title,
 )
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
-from perfpages.analysis.transcribed import note_key
+from perfpages.analysis.tablefile import note_key
 from perfpages.archive import files
 from perfpages.archive.manifest import Source
 from perfpages.archive.reader import path_part
