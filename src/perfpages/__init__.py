@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from perfpages.errors import PerfpagesError
     from perfpages.loadgen.spec import Load, Request
     from perfpages.run.pgbench import Script
+    from perfpages.run.placement import Placement
     from perfpages.run.service import ServiceSpec
     from perfpages.run.suite import (
         BlockSpec,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
         HttpCase,
         HttpTurn,
         LabelSpec,
-        Placement,
         Service,
         Suite,
     )
@@ -47,7 +47,7 @@ _PUBLIC = {
     "DataSet": "perfpages.run.suite", "BlockSpec": "perfpages.run.suite",
     "HttpBlockSpec": "perfpages.run.suite", "HttpCase": "perfpages.run.suite",
     "HttpTurn": "perfpages.run.suite", "Service": "perfpages.run.suite",
-    "Placement": "perfpages.run.suite",
+    "Placement": "perfpages.run.placement",
     "Secret": "perfpages.archive.secrets", "Public": "perfpages.archive.secrets",
     "ServiceSpec": "perfpages.run.service", "Script": "perfpages.run.pgbench",
     "Load": "perfpages.loadgen.spec", "Request": "perfpages.loadgen.spec",

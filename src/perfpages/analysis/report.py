@@ -277,9 +277,9 @@ def warnings(run: Run, tidy: Tidy, found: list[tuple[str, str, str, Change]],
                    f"{'; '.join(entry['params'])}")
     few: dict[tuple[str, str], list[Change]] = {}
     total = Counter((block, pair) for block, _, pair, _ in found)
-    for block, _, pair, c in found:
-        if not c.enough_rounds:
-            few.setdefault((block, pair), []).append(c)
+    for block, _, pair, change in found:
+        if not change.enough_rounds:
+            few.setdefault((block, pair), []).append(change)
     for (block, pair), group in few.items():
         have = min(c.rounds for c in group)
         out.append(f"{block}: {pair}: {len(group)} of {total[block, pair]} changes have too "

@@ -56,7 +56,10 @@ def _jsonschema() -> tuple[Any, Any]:
     # perfpages does not install.
     formats = FormatChecker(formats=())
     formats.checks("date-time", raises=ValueError)(_date_time)
-    return validators.extend(Draft202012Validator, type_checker=checker), formats
+    # types-jsonschema leaves validators.extend unannotated
+    extended = validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator, type_checker=checker)
+    return extended, formats
 
 
 @cache

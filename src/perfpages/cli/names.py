@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from invoke import Collection, Program
+from invoke.collection import Collection
 from invoke.exceptions import ParseError
 from invoke.parser.parser import ParseMachine
+from invoke.program import Program
 
 from perfpages.errors import PerfpagesError
 

@@ -16,7 +16,7 @@ from perfpages.cli.interrupts import interruptible
 def main() -> None:
     # The imports go inside: a signal while they load (seconds on a busy machine) is one line.
     with interruptible("perfpages", "while it started (nothing was done)"):
-        from invoke import Program
+        from invoke.program import Program
 
         from perfpages import __version__
         from perfpages.cli.names import accept_spaced_names

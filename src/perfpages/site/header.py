@@ -75,7 +75,8 @@ def items(loaded: Loaded, run: Run | None = None) -> list[Item]:
     """The warnings of one run (cached in memory and, for a complete run, on disk); `run`: the
     same run already open, so that its windows are not read and validated again."""
     if PRODUCT in loaded.memo:
-        return loaded.memo[PRODUCT]
+        memo: list[Item] = loaded.memo[PRODUCT]
+        return memo
     path = product_cache(loaded, PRODUCT)
     out = None
     saved = read_entry(path, loaded.cache_key) if path is not None else None
