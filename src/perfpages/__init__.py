@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from perfpages._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from perfpages.archive.frame import load

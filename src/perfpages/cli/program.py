@@ -18,7 +18,7 @@ def main() -> None:
     with interruptible("perfpages", "while it started (nothing was done)"):
         from invoke.program import Program
 
-        from perfpages import __version__
+        from perfpages._version import __version__
         from perfpages.cli.names import accept_spaced_names
         from perfpages.cli.tasks import ns
 
