@@ -19,7 +19,8 @@ PYPROJECT = PACKAGE.parents[1] / "pyproject.toml"
 OWN_VENV = {"tools/locustfile.py": locust.REQUIREMENTS}
 # Distributions whose private modules or attributes perfpages reads (archive/histogram.py:
 # hdrh.codec's headers and cookies, pyhdrh's varint decoder, HdrHistogram's counters).
-INTERNALS = {"hdrhistogram"}
+# invoke: cli/names.py teaches invoke's own Program class, and reads its parse errors' wording.
+INTERNALS = {"hdrhistogram", "invoke"}
 
 
 def _name(requirement: str) -> str:
