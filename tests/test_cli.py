@@ -16,7 +16,7 @@ from invoke import Collection, task
 
 from perfpages import settings
 from perfpages.cli import init
-from perfpages.cli.names import spaced_names
+from perfpages.cli.names import failed_cast, spaced_names
 from perfpages.errors import PerfpagesError
 from perfpages.run.suite import load as load_suite
 
@@ -261,3 +261,15 @@ def _strings_citing(text: str) -> list[str]:
                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
                   and text in node.value and id(node) not in docs]
     return found
+
+
+def test_a_failed_cast_is_found_in_the_arguments_not_in_invoke_frames() -> None:
+    @task
+    def serve(c, port=8000, name=""):  # pragma: no cover - never run
+        pass
+
+    contexts = {c.name: c for c in Collection(Collection("docs", serve)).to_contexts()}
+    assert failed_cast(["docs.serve", "--port", "x"], contexts) == ("--port", "docs.serve")
+    assert failed_cast(["docs.serve", "--name", "x", "--port=8.5"], contexts) == (
+        "--port", "docs.serve")
+    assert failed_cast(["docs.serve", "--port", "80"], contexts) == ("an option", None)

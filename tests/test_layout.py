@@ -10,18 +10,30 @@ from pathlib import Path
 import perfpages
 
 PACKAGE = Path(perfpages.__file__).resolve().parent
-# Which stage packages each stage may import (besides itself and `perfpages.errors`).
+ARCHITECTURE = PACKAGE.parents[1] / "docs" / "guide" / "architecture.md"
+# Leaves: every module may import them, and they import nothing of perfpages.
+LEAVES = {"perfpages.errors", "perfpages._version"}
+# Which stage packages each stage may import (besides itself and the leaves).
 ALLOWED = {
     "archive": set(),
     # the Locust engine runs Locust from its tool venv; children that die with the harness
     "loadgen": {"archive", "tools", "perfpages.processes"},
     "analysis": {"archive"},
-    "run": {"archive", "loadgen", "perfpages", "perfpages.cache",  # `perfpages.__version__`
-            "perfpages.processes"},
-    "cli": {"analysis", "archive", "run", "site", "loadgen", "perfpages", "perfpages.settings"},
+    "run": {"archive", "loadgen", "perfpages.cache", "perfpages.processes"},
+    "cli": {"analysis", "archive", "run", "site", "loadgen", "perfpages.settings"},
     # a build installs nothing; `perfpages.cache`: where the site cache keeps its key
     "site": {"analysis", "archive", "perfpages.settings", "perfpages.cache"},
     "tools": {"perfpages.cache"},  # external tools in venvs of their own (Locust)
+    # the top-level modules
+    "perfpages": {"archive", "loadgen", "run"},  # the facade: the public names, imported lazily
+    "perfpages.__main__": {"cli"},
+    "perfpages.errors": set(),
+    "perfpages._version": set(),
+    "perfpages.cache": set(),
+    "perfpages.processes": set(),
+    "perfpages.settings": set(),
+    "perfpages.sizing": set(),
+    "perfpages.testing": {"archive"},  # synthetic runs, written by the real writer
 }
 
 
@@ -53,6 +65,7 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _stage(module: str) -> str:
+    """A stage package's modules are the stage (`run`); a top-level module is its own."""
     parts = module.split(".")
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ALLOWED) else module
 
@@ -79,21 +92,18 @@ def test_stages_depend_one_way() -> None:
     wrong = []
     for module, deps in _graph().items():
         stage = _stage(module)
-        if stage not in ALLOWED:
-            continue
+        assert stage in ALLOWED, f"{module}: a module outside every stage (add it to ALLOWED)"
         for dep in deps:
             target = _stage(dep)
-            if target not in (stage, "perfpages.errors") and target not in ALLOWED[stage]:
+            if stage in LEAVES or (target != stage and target not in LEAVES
+                                   and target not in ALLOWED[stage]):
                 wrong.append(f"{module} imports {dep}")
     assert not wrong, wrong
 
 
 def test_every_module_sits_in_a_stage_and_stays_small() -> None:
     top = {name for name in _modules() if name.count(".") == 1}
-    assert top == {"perfpages.errors", "perfpages.testing", "perfpages.sizing",
-                   "perfpages.__main__", "perfpages.settings", "perfpages.cache",
-                   "perfpages.processes",
-                   *(f"perfpages.{s}" for s in ALLOWED)}
+    assert top == {s if "." in s else f"perfpages.{s}" for s in ALLOWED if s != "perfpages"}
     long = {name: n for name, path in _modules().items()
             if (n := len(path.read_text().splitlines())) > 420}
     assert not long, long
@@ -113,3 +123,42 @@ def test_reading_runs_never_imports_psycopg() -> None:
             "from perfpages.site import plugin\nfrom perfpages.archive import reader\n"
             "assert 'psycopg' not in sys.modules, 'psycopg imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _rows() -> dict[str, str]:
+    """architecture.md's package table: each row by the package its first cell names."""
+    rows = {}
+    for line in ARCHITECTURE.read_text().splitlines():
+        if line.startswith("| `perfpages"):
+            rows[line.split("`")[1]] = line
+    return rows
+
+
+def test_architecture_names_every_module() -> None:
+    """Every module is named in architecture.md: a stage package's module by its short name in
+    backticks (`runner`, or `run.runner`) in its package's row of the table, a top-level
+    module by its dotted name in backticks (`perfpages.cache`); either by its dotted name
+    anywhere (`analysis.noise`, `perfpages.analysis.noise`). Backticks, not bare words: `seal`
+    must not pass for being part of "sealed"."""
+    rows, text = _rows(), ARCHITECTURE.read_text()
+    missing = []
+    for name in sorted(_modules()):
+        parts = name.split(".")
+        if len(parts) == 1 or (len(parts) == 2 and parts[1] in ALLOWED):  # a package: its row
+            found = name in rows
+        elif len(parts) == 2:
+            found = f"`{name}`" in text
+        else:
+            row = rows.get(".".join(parts[:2]), "")
+            dotted = (".".join(parts[1:]), name)
+            found = (any(f"`{n}`" in text for n in dotted)
+                     or any(f"`{parts[-1]}{end}" in row for end in "`/."))
+        if not found:
+            missing.append(name)
+    assert not missing, f"architecture.md does not name: {', '.join(missing)}"
+
+
+def test_architecture_lists_the_public_api() -> None:
+    row = _rows()["perfpages"]
+    missing = [n for n in perfpages.__all__ if n != "__version__" and f"`{n}`" not in row]
+    assert not missing, f"architecture.md's perfpages row does not name: {', '.join(missing)}"

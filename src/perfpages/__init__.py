@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from perfpages._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from perfpages.archive.frame import load
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from perfpages.errors import PerfpagesError
     from perfpages.loadgen.spec import Load, Request
     from perfpages.run.pgbench import Script
+    from perfpages.run.placement import Placement
     from perfpages.run.service import ServiceSpec
     from perfpages.run.suite import (
         BlockSpec,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
         HttpCase,
         HttpTurn,
         LabelSpec,
-        Placement,
         Service,
         Suite,
     )
@@ -47,7 +47,7 @@ _PUBLIC = {
     "DataSet": "perfpages.run.suite", "BlockSpec": "perfpages.run.suite",
     "HttpBlockSpec": "perfpages.run.suite", "HttpCase": "perfpages.run.suite",
     "HttpTurn": "perfpages.run.suite", "Service": "perfpages.run.suite",
-    "Placement": "perfpages.run.suite",
+    "Placement": "perfpages.run.placement",
     "Secret": "perfpages.archive.secrets", "Public": "perfpages.archive.secrets",
     "ServiceSpec": "perfpages.run.service", "Script": "perfpages.run.pgbench",
     "Load": "perfpages.loadgen.spec", "Request": "perfpages.loadgen.spec",

@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import correlation, median
-from typing import Any
+from typing import Any, Literal
 
 from perfpages.analysis import ranktest
 from perfpages.analysis.decision import Cell, Change, Rule
@@ -47,7 +47,8 @@ DESIGNS = ((5, 8), (10, 4), (20, 2), (40, 1))  # rounds × window seconds: 40 s 
 METRICS = ("throughput", "p50")
 BUDGET = 2.0  # a design fits when its block takes at most this × the 5 × 8 s design's time
 EXTRAPOLATE_FROM = 5  # rounds measured, at least, to compute a design's resolution at more
-TESTS = {"paired": "wilcoxon", "unpaired": "mann-whitney"}
+TESTS: dict[str, Literal["wilcoxon", "mann-whitney"]] = {"paired": "wilcoxon",
+                                                         "unpaired": "mann-whitney"}
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,8 @@ def _design(value: Values, pair: tuple[str, str], cells: list[str], rounds: int,
 
 
 def _noise(value: Values, pair: tuple[str, str], cell: str, metric: str) -> Noise | None:
-    per_second, windows = [], {}
+    per_second: list[float] = []
+    windows: dict[str, dict[int, float]] = {}
     for label in pair:
         windows[label] = {}
         for rnd in value.sec[cell][label]:

@@ -31,7 +31,7 @@ from perfpages.analysis.rule import TESTS as TESTS
 from perfpages.analysis.rule import V2 as V2
 from perfpages.analysis.rule import V21 as V21
 from perfpages.analysis.rule import VERSIONS as VERSIONS
-from perfpages.analysis.rule import Rule
+from perfpages.analysis.rule import Rule as Rule
 from perfpages.errors import AnalysisError
 
 MIN_GAIN = 0.10  # saturation: less than +10 % throughput for at least twice the clients …

@@ -118,7 +118,7 @@ def _ratio(num: NDArray[np.int_] | int, den: NDArray[np.int_],
 def _tested(series: NDArray[np.float64], lo: int, at: int, hi: int) -> _Point:
     """The change point at `at` between segments series[lo:at] and series[at:hi]."""
     left, right = series[lo:at], series[at:hi]
-    mean_l, mean_r = np.mean(left), np.mean(right)
+    mean_l, mean_r = float(np.mean(left)), float(np.mean(right))
     std_l = np.std(left) if len(left) > 1 else 0.0
     std_r = np.std(right) if len(right) > 1 else 0.0
     pvalue = 1.0

@@ -155,7 +155,7 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
     for block, _, _, metric in a:
         present.setdefault(block, set()).add(metric)
     shown = {block: block_metrics(original, block, metrics) for block, metrics in present.items()}
-    cells = []
+    cells: list[dict[str, Any]] = []
     for key in _table_order(a, original, shown):
         cell, other = a[key], b.get(key)
         if other is None:
@@ -172,7 +172,7 @@ def compare_cells(original: Manifest, a: Mapping[Key, Cell], second: Manifest,
                       # Under method v2.1 a cell is a figure, not a verdict: two runs minutes
                       # apart differ by the machine's level, which no window's noise holds.
                       "reproduces": overlap if judged == "ranges" else True})
-    changes = []
+    changes: list[dict[str, Any]] = []
     pairs = label_pairs(original)
     for block in dict.fromkeys(k[0] for k in a):
         params = list(dict.fromkeys(k[1] for k in a if k[0] == block))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import inf
-from typing import Any
+from typing import Any, Literal, cast
 
 from perfpages.archive import vocabulary
 from perfpages.archive.manifest import Method
@@ -71,7 +71,7 @@ class Rule:
             return Rule(min_rounds=method.min_rounds)
         target = rule.get("target_pct")
         return Rule(test=rule["test"], alpha=float(rule.get("alpha", vocabulary.ALPHA)),
-                    min_rounds=method.min_rounds, version=str(rule.get("version", "2.0")),
+                    min_rounds=method.min_rounds, version=_version(rule.get("version", "2.0")),
                     certify_alpha=float(rule.get("certify_alpha", vocabulary.CERTIFY_ALPHA)),
                     target_pct=float(target) if target is not None else None)
 
@@ -103,3 +103,9 @@ VERSIONS, TESTS = vocabulary.RULE_VERSIONS, vocabulary.TESTS
 RANGES = Rule()
 V2 = Rule("wilcoxon")  # method v2's default (chosen by benchmarks/bench_method.py)
 V21 = Rule("wilcoxon", version="2.1")  # what a suite records now (`Suite.rule_json`)
+
+
+def _version(value: object) -> Literal["2.0", "2.1"]:
+    """A recorded rule version, as Rule's field is typed: Rule.__post_init__ refuses (and names)
+    any other value, so the cast only states what that check then holds."""
+    return cast(Literal["2.0", "2.1"], str(value))

@@ -175,7 +175,8 @@ def compare(base: LabelStatements, head: LabelStatements, *, tolerance: float = 
             plan_a, plan_b = plan_of(base, ids[0]), plan_of(head, ids[1])
             if plan_a is not None and plan_b is not None:
                 lines = plans.differences(plan_a, plan_b)
-        out.append(Change(query=(b or a).query if (a or b) else "", kind=kind, base=pa,
+        either = b or a
+        out.append(Change(query=either.query if either else "", kind=kind, base=pa,
                           head=pb, queryids=ids, plan=tuple(lines)))
     return tuple(sorted(out, key=lambda c: (-abs(c.delta_ms), c.query)))
 

@@ -99,7 +99,7 @@ def windows(table: Table, source: Source) -> list[Window]:
     start = f"{source.date}T00:00:00Z"
     out = []
     for r in table.rows:
-        given = dict(r.metrics)
+        given: dict[str, float | None] = dict(r.metrics)
         throughput = given.pop("throughput", None)
         out.append(Window(block=r.block, label=r.label, round=r.round, params=dict(r.params),
                           start=start, duration_s=0.0, throughput=throughput, metrics=given))

@@ -155,7 +155,7 @@ class Latency:
         if self.count == 0:
             return None
         index, _ = self._nonempty()
-        return _values(int(index[0]))[0] / 1000.0
+        return float(_values(int(index[0]))[0]) / 1000.0
 
     def max_ms(self) -> float | None:
         """hdrh's get_max_value() in milliseconds (the highest value of the slowest counter);
@@ -164,7 +164,7 @@ class Latency:
             return None
         index, _ = self._nonempty()
         lowest, width = _values(int(index[-1]))
-        return (lowest + width - 1) / 1000.0
+        return float(lowest + width - 1) / 1000.0
 
     def percentiles_ms(self, percentiles: Iterable[float]) -> list[float]:
         """get_value_at_percentile() of each percentile in milliseconds, from one pass over the
@@ -186,7 +186,8 @@ class Latency:
                 for p, low, w in zip(wanted, lowest, width, strict=True)]
 
     def encode(self) -> str:
-        return self.hdr.encode().decode("ascii")
+        encoded: bytes = self.hdr.encode()
+        return encoded.decode("ascii")
 
     @classmethod
     def decode(cls, encoded: str, clamped: int = 0) -> Latency:

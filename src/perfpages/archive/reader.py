@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfpages.archive import completeness, files, samples, schema, seal
-from perfpages.archive.files import path_part  # noqa: F401 (re-exported: the name callers import)
+from perfpages.archive.files import path_part as path_part  # re-exported: the name callers import
 from perfpages.archive.manifest import Manifest
-from perfpages.archive.seal import (  # noqa: F401 (re-exported: the names readers import)
-    LOCK_FILE,
-    RESULTS_FILE,
-    RUN_FILE,
-    SEAL_FILE,
-    archived_files,
-    sha256_file,
-)
+
+# re-exported: the names readers import
+from perfpages.archive.seal import LOCK_FILE as LOCK_FILE
+from perfpages.archive.seal import RESULTS_FILE as RESULTS_FILE
+from perfpages.archive.seal import RUN_FILE as RUN_FILE
+from perfpages.archive.seal import SEAL_FILE as SEAL_FILE
+from perfpages.archive.seal import archived_files as archived_files
+from perfpages.archive.seal import sha256_file as sha256_file
 from perfpages.archive.window import Window, params_key
 from perfpages.errors import ArchiveError, clip
 

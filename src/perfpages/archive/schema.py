@@ -1,5 +1,8 @@
 """The JSON Schemas shipped with the package, strict JSON parsing, and validation that names
-the failing key."""
+the failing key.
+
+One engine validates: jsonschema-rs (Draft 2020-12). Its refusals are worded as jsonschema
+words them (`'one' is not of type 'integer'`), the wording perfpages' errors have always had."""
 
 from __future__ import annotations
 
@@ -10,14 +13,11 @@ from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonschema_rs
 
 from perfpages.errors import ArchiveError
-
-if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
 
 # 2: complete runs are sealed (seal.json); 1: archived before sealing existed.
 FORMAT_VERSION = 2
@@ -42,35 +42,13 @@ def _schema(name: str) -> Any:
     return json.loads(text)
 
 
-@cache
-def _jsonschema() -> tuple[Any, Any]:
-    """jsonschema's validator class and format checker for perfpages' archives, made when a
-    document is first refused (importing jsonschema is a tenth of a warm site build)."""
-    from jsonschema import Draft202012Validator, FormatChecker, validators
-
-    # JSON Schema counts 1.0 as an integer; perfpages never writes one, and `rounds: 5.0`
-    # would reach range() as a float.
-    checker = Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
-    # jsonschema checks no format unless told, and its own date-time check needs a package
-    # perfpages does not install.
-    formats = FormatChecker(formats=())
-    formats.checks("date-time", raises=ValueError)(_date_time)
-    return validators.extend(Draft202012Validator, type_checker=checker), formats
-
-
-@cache
-def validator(name: str) -> Draft202012Validator:
-    """The validator that names a violation (jsonschema): what `check` reports."""
-    cls, formats = _jsonschema()
-    return cls(_schema(name), format_checker=formats)  # type: ignore[no-any-return]
-
-
 _INTEGER_ONLY = "perfpagesIntegerOnly"
 
 
 class _IntegerOnly:
-    """jsonschema-rs's custom keyword for perfpages' integers: 1.0 is not one (see _jsonschema)."""
+    """jsonschema-rs's custom keyword for perfpages' integers: 1.0 is not one. JSON Schema counts
+    1.0 as an integer; perfpages never writes one, and `rounds: 5.0` would reach range() as a
+    float."""
 
     def __init__(self, parent_schema: Any, value: Any, schema_path: Any) -> None:
         self.active = value is True
@@ -103,14 +81,53 @@ def _date_time_ok(value: str) -> bool:
 
 
 @cache
-def fast(name: str) -> Any:
-    """The same schema compiled by jsonschema-rs, with perfpages' integers and date-times: it
-    only says whether a document is valid, about 40× faster; a document it refuses is checked
-    again by `validator`, which names the key (tests hold the two to the same answers)."""
+def validator(name: str) -> Any:
+    """The schema compiled by jsonschema-rs, with perfpages' integers and date-times (the one
+    format the schemas use, with its zone)."""
     return jsonschema_rs.validator_for(_integers_only(_schema(name)),
                                        keywords={_INTEGER_ONLY: _IntegerOnly},
                                        formats={"date-time": _date_time_ok},
                                        validate_formats=True)
+
+
+def _message(error: Any) -> str:
+    """A refusal in jsonschema's words (Python reprs: `'one' is not of type 'integer'`), for the
+    kinds the schemas use; jsonschema-rs's own words for any other."""
+    kind, value = type(error.kind).__name__, error.instance
+    found = error.kind.as_dict()
+    match kind:
+        case "OneOfNotValid" | "OneOfMultipleValid":
+            return "does not match any allowed form (package, git or none pin)"
+        case "AdditionalProperties":
+            extra = found["unexpected"]
+            verb = "was" if len(extra) == 1 else "were"
+            return f"unknown key ({', '.join(repr(x) for x in extra)} {verb} unexpected)"
+        case "Type":
+            types = found.get("types") or [found.get("type")]
+            return f"{value!r} is not of type {', '.join(repr(str(t)) for t in types)}"
+        case "Custom":  # _IntegerOnly: JSON Schema's integer 1.0, not perfpages'
+            return f"{value!r} is not of type 'integer'"
+        case "Minimum":
+            return f"{value!r} is less than the minimum of {found['limit']!r}"
+        case "ExclusiveMinimum":
+            return f"{value!r} is less than or equal to the minimum of {found['limit']!r}"
+        case "ExclusiveMaximum":
+            return f"{value!r} is greater than or equal to the maximum of {found['limit']!r}"
+        case "Required":
+            return f"{found['property']!r} is a required property"
+        case "Enum":
+            return f"{value!r} is not one of {list(found['options'])!r}"
+        case "Constant":
+            return f"{found['expected_value']!r} was expected"
+        case "Pattern":
+            return f"{value!r} does not match {found['pattern']!r}"
+        case "Format":
+            return f"{value!r} is not a {found['format']!r}"
+        case "MinLength" | "MinItems" | "MinProperties" if found["limit"] == 1:
+            return f"{value!r} should be non-empty"
+        case "MinLength" | "MinItems":
+            return f"{value!r} is too short"
+    return str(error.message)
 
 
 def schema_path(name: str) -> Path:
@@ -221,18 +238,12 @@ def loads(raw: bytes, *, where: str | Path, line: int | None = None) -> Any:
 def check(data: Any, name: str, *, where: str | Path, line: int | None = None,
           fix: str = "repair the file or archive a new run") -> None:
     """Raise ArchiveError for the first schema violation, naming its key path."""
-    if fast(name).is_valid(data):
+    if validator(name).is_valid(data):
         return
     errors = sorted(validator(name).iter_errors(data),
-                    key=lambda e: [str(p) for p in e.absolute_path])  # ints and str: no mixing
+                    key=lambda e: [str(p) for p in e.instance_path])  # ints and str: no mixing
     if not errors:
         return
     err = errors[0]
-    key = one_line(".".join(str(p) for p in err.absolute_path)) or None
-    if err.validator == "oneOf":
-        what = "does not match any allowed form (package, git or none pin)"
-    elif err.validator == "additionalProperties":
-        what = err.message.replace("Additional properties are not allowed", "unknown key")
-    else:
-        what = err.message
-    raise ArchiveError(one_line(what), where=where, line=line, key=key, fix=fix)
+    key = one_line(".".join(str(p) for p in err.instance_path)) or None
+    raise ArchiveError(one_line(_message(err)), where=where, line=line, key=key, fix=fix)

@@ -24,7 +24,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-MASK = "***"
+# errors prints its lines through mask_urls; they live there so that errors stays a leaf
+from perfpages.errors import MASK as MASK
+from perfpages.errors import URL_USERINFO as URL_USERINFO
+from perfpages.errors import mask_urls as mask_urls
+
 MIN_VALUE = 4  # shorter values are too common to replace everywhere ("1", "on", "yes")
 # Values that are never secret material, whatever their variable is called
 # (TOKENIZERS_PARALLELISM=false would otherwise mask every JSON `false`).
@@ -40,9 +44,6 @@ PUBLIC_NAMES = frozenset({
     "PWD", "OLDPWD", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER",
     "DESKTOP_SESSION", "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS",
     "XDG_SESSION_DESKTOP", "PGPASSFILE", "GPG_AGENT_INFO", "KEYTIMEOUT"})
-# scheme://userinfo@ — a user, a password or a token as the user (git+https://TOKEN@host)
-# (to its last '@': a password may hold one, and `p@ss@word9@host` is user info up to `host`)
-URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([^\s/]+)@", re.I)
 QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|sslpassword)=)[^&\s#]*", re.I)
 PATTERNS = (
     # scheme://user:password@host — keep the user, mask the password
@@ -88,20 +89,6 @@ def secret_names(env: Mapping[str, str]) -> list[str]:
 def env_secrets(envs: Iterable[Mapping[str, str]]) -> list[str]:
     """The secret values of these environments (a suite's labels' and cases')."""
     return [value for env in envs for name, value in env.items() if is_secret(name, value)]
-
-
-def mask_urls(text: str) -> str:
-    """Every URL's password masked, and the lone user of an http(s) or VCS URL (a token there
-    as often as a name; a DSN's user is a name, kept): for lines printed, since an error that
-    names a clone's URL reaches CI logs."""
-    def masked(found: re.Match[str]) -> str:
-        scheme, info = found.group(1), found.group(2)
-        if ":" in info:
-            return f"{scheme}{info.split(':', 1)[0]}:{MASK}@"
-        token = "+" in scheme or scheme.lower().startswith("http")
-        return f"{scheme}{MASK}@" if token else found.group(0)
-
-    return URL_USERINFO.sub(masked, text)
 
 
 def url_secrets(url: str) -> list[str]:

@@ -31,12 +31,12 @@ from perfpages.archive.reader import (
     read_manifest,
     writer_state,
 )
-from perfpages.archive.sealing import (  # noqa: F401 (re-exported: the site writes with them)
-    write_bytes_atomic,
-    write_json_atomic,
-    write_json_durable,
-    write_text_atomic,
-)
+
+# re-exported: the site writes with them
+from perfpages.archive.sealing import write_bytes_atomic as write_bytes_atomic
+from perfpages.archive.sealing import write_json_atomic as write_json_atomic
+from perfpages.archive.sealing import write_json_durable as write_json_durable
+from perfpages.archive.sealing import write_text_atomic as write_text_atomic
 from perfpages.archive.secrets import Redactor
 from perfpages.archive.window import Window, check_values
 from perfpages.errors import ArchiveError
@@ -88,9 +88,9 @@ class RunLock:
             holder = writer_state(run_dir) or "another process"
             raise ArchiveError(f"run is being written by {holder}", where=run_dir,
                                fix="wait for it to end, or stop that process") from None
-        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now()}
+        state = {"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now()}
         os.ftruncate(fd, 0)
-        self.held = (json.dumps(holder) + "\n").encode()
+        self.held = (json.dumps(state) + "\n").encode()
         # Padded with spaces (JSON whitespace, real blocks): space kept for the run.json that
         # says `partial` when a full disk stops the run (free_reserve).
         try:

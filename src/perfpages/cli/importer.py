@@ -70,7 +70,8 @@ def manifest_for(table: tablefile.Table, source: Source, suite: str, run_id: str
         harness=harness(),
         labels=labels or labels_for(table, {}, {}, {}),
         method=Method(rounds=table.rounds, order="fixed", notes=note,
-                      min_rounds=source.rounds if source.rule_text() else 5),
+                      min_rounds=source.rounds if source.rounds and source.rule_text()
+                      else 5),
         machine=dict(MACHINE),
         blocks={name: Block(name, metrics=tuple(metrics), parameters=tuple(params))
                 for name, (metrics, params) in table.blocks.items()},
@@ -109,7 +110,9 @@ def _meta_labels(path: Path, raw: Any) -> tuple[list[str], list[str], list[str]]
     fix = 'give {"LABEL": {"build": "…", "env": {"NAME": "VALUE"}, "settings": {…}}}'
     if not isinstance(raw, dict):
         raise PerfpagesError("not an object", where=path, key="labels", fix=fix)
-    builds, env, settings = [], [], []
+    builds: list[str] = []
+    env: list[str] = []
+    settings: list[str] = []
     for label, spec in raw.items():
         if not isinstance(spec, dict) or set(spec) - {"build", "env", "settings"}:
             raise PerfpagesError("not build, env and settings", where=path,

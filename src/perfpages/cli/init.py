@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from perfpages import __version__
+from perfpages._version import __version__
 from perfpages.archive.manifest import without_credentials
 from perfpages.archive.writer import write_text_atomic
 from perfpages.cli import pyproject

@@ -1,16 +1,25 @@
 """The command line as people type it: `bench report` means `bench.report`, a number is checked
-as a number, and a mistake invoke's parser finds is one `error:` line naming the task's help."""
+as a number, and a mistake invoke's parser finds is one `error:` line naming the task's help.
+
+`perfpages` runs `Program`, a subclass of invoke's Program (its documented extension point).
+Plain `invoke` runs invoke's own Program, which has no hook between loading tasks.py and parsing
+the task names: `accept_spaced_names` (called by perfpages' tasks.py) gives that class the same
+two steps. It relies on Program.parse_tasks/parse_cleanup/_make_parser and on the wording of
+invoke's parse errors, hence the pinned invoke range in pyproject.toml, which
+tests/test_robust.py and tests/test_cli.py check under both commands."""
 
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
+from typing import Any
 
-from invoke import Collection, Program
+from invoke.collection import Collection
 from invoke.exceptions import ParseError
-from invoke.parser.parser import ParseMachine
+from invoke.parser.context import ParserContext
+from invoke.program import Program as InvokeProgram
 
 from perfpages.errors import PerfpagesError
 
@@ -72,14 +81,40 @@ def _flag(name: str) -> str:
     return ("-" if len(name) == 1 else "--") + name.replace("_", "-")
 
 
-def parse_error(exc: BaseException, collection: Collection | None) -> ParseError:
+def failed_cast(args: list[str], contexts: Any) -> tuple[str, str | None]:
+    """The flag (and its task) whose value invoke could not cast to its type, found again in the
+    arguments invoke parsed: the first valued flag of a typed option whose value does not cast
+    (invoke parses left to right and stops at the first). `contexts`: the parser's, by name."""
+    context: ParserContext | None = None
+    for i, token in enumerate(args):
+        if token == "--":
+            break
+        if not token.startswith("-"):
+            if token in contexts:
+                context = contexts[token]
+            continue
+        flag, given, value = token.partition("=")
+        if context is None or flag not in context.flags:
+            continue
+        arg = context.flags[flag]
+        if arg.kind in (bool, list, str) or not (given or i + 1 < len(args)):
+            continue
+        try:
+            arg.kind(value if given else args[i + 1])
+        except ValueError:
+            return _flag(arg.name), context.name
+    return "an option", None
+
+
+def parse_error(exc: BaseException, collection: Collection | None, args: list[str],
+                contexts: Any) -> ParseError:
     """One `error:` line for what invoke's parser refused, naming where to look: the task's
     `--help`, or `--list` when the task itself is unknown."""
     program = program_name()
     context = getattr(exc, "context", None)
     task = getattr(context, "name", None)
     if isinstance(exc, ValueError):  # invoke cast an option with an int default itself
-        flag, task = _casting(exc.__traceback__)
+        flag, task = failed_cast(args, contexts)
         value = str(exc).rsplit(": ", 1)[-1]
         help_ = f"{program} {task} --help" if task else f"{program} --help"
         return ParseError(f"error: {flag}: not a whole number: {value} — give {flag} a whole "
@@ -105,43 +140,58 @@ def parse_error(exc: BaseException, collection: Collection | None) -> ParseError
     return ParseError(f"error: {task}: {what} — see {program} {task} --help")
 
 
-def _casting(tb: TracebackType | None) -> tuple[str, str | None]:
-    """The flag and task invoke's parser was filling when a cast failed (its own state)."""
-    while tb is not None:
-        machine = tb.tb_frame.f_locals.get("self")
-        if isinstance(machine, ParseMachine) and machine.flag is not None:
-            return _flag(machine.flag.name), getattr(machine.context, "name", None)
-        tb = tb.tb_next
-    return "an option", None
+def parse_tasks(program: InvokeProgram, parse: Callable[[], None]) -> None:
+    """invoke's parse_tasks (`parse`) on the arguments as people type them, its errors ours."""
+    if program.collection is not None:
+        program.core.unparsed = spaced_names(program.core.unparsed, program.collection)
+        asked = help_asked(program.core.unparsed, program.collection)
+        if asked is not None:  # parse_cleanup prints the task's help
+            program.parser = program._make_parser()
+            program.args.help.value = asked
+            return
+    try:
+        parse()
+    except (ParseError, ValueError) as exc:
+        contexts = program.parser.contexts if getattr(program, "parser", None) else {}
+        raise parse_error(exc, program.collection, program.core.unparsed, contexts) from None
+
+
+def parse_cleanup(program: InvokeProgram, cleanup: Callable[[], None]) -> None:
+    """invoke's parse_cleanup (`--help nosuch`), its errors ours."""
+    try:
+        cleanup()
+    except ParseError as exc:
+        raise parse_error(exc, program.collection, [], {}) from None
+
+
+# invoke's own steps, kept before accept_spaced_names teaches them to invoke's class
+_INVOKE_TASKS, _INVOKE_CLEANUP = InvokeProgram.parse_tasks, InvokeProgram.parse_cleanup
+
+
+class Program(InvokeProgram):
+    """The `perfpages` command's invoke Program: invoke's own parsing steps, each wrapped."""
+
+    def parse_tasks(self) -> None:
+        parse_tasks(self, lambda: _INVOKE_TASKS(self))
+
+    def parse_cleanup(self) -> None:
+        parse_cleanup(self, lambda: _INVOKE_CLEANUP(self))
 
 
 def accept_spaced_names() -> None:
-    """Let plain `invoke` take `bench report` too, and print its parse errors as ours. invoke
-    has no hook between loading tasks.py and parsing the task names, so its Program learns
-    the same rules as ours; idempotent."""
-    if getattr(Program.parse_tasks, "_perfpages", False):
+    """Let plain `invoke` take `bench report` too, and print its parse errors as ours: invoke's
+    Program class learns the two steps of ours (see the module's docstring); idempotent, and
+    no change to perfpages' own Program, which has them already."""
+    if getattr(InvokeProgram.parse_tasks, "_perfpages", False):
         return
-    original_tasks, original_cleanup = Program.parse_tasks, Program.parse_cleanup
 
-    def parse_tasks(self: Program) -> None:
-        if self.collection is not None:
-            self.core.unparsed = spaced_names(self.core.unparsed, self.collection)
-            asked = help_asked(self.core.unparsed, self.collection)
-            if asked is not None:  # parse_cleanup prints the task's help
-                self.parser = self._make_parser()
-                self.args.help.value = asked
-                return
-        try:
-            original_tasks(self)
-        except (ParseError, ValueError) as exc:
-            raise parse_error(exc, self.collection) from None
+    def tasks(self: InvokeProgram) -> None:
+        parse_tasks(self, lambda: _INVOKE_TASKS(self))
 
-    def parse_cleanup(self: Program) -> None:  # `--help nosuch`
-        try:
-            original_cleanup(self)
-        except ParseError as exc:
-            raise parse_error(exc, self.collection) from None
+    def cleanup(self: InvokeProgram) -> None:
+        parse_cleanup(self, lambda: _INVOKE_CLEANUP(self))
 
-    parse_tasks._perfpages = True  # type: ignore[attr-defined]
-    Program.parse_tasks = parse_tasks  # type: ignore[method-assign]
-    Program.parse_cleanup = parse_cleanup  # type: ignore[method-assign]
+    tasks._perfpages = True  # type: ignore[attr-defined]  # marks the class as taught
+    # invoke runs its own Program: no subclass can reach it (see the module's docstring)
+    InvokeProgram.parse_tasks = tasks  # type: ignore[method-assign]
+    InvokeProgram.parse_cleanup = cleanup  # type: ignore[method-assign]

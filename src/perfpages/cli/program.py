@@ -2,7 +2,7 @@
 
 `perfpages bench.report` and `perfpages bench report` (a space, as people type it) are the same;
 so are they under plain `invoke` with the tasks.py `perfpages init` writes. Both print invoke's
-parse errors as one `error:` line (perfpages.cli.names).
+parse errors as one `error:` line (perfpages.cli.names, whose Program subclass this runs).
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from perfpages.cli.interrupts import interruptible
 def main() -> None:
     # The imports go inside: a signal while they load (seconds on a busy machine) is one line.
     with interruptible("perfpages", "while it started (nothing was done)"):
-        from invoke import Program
-
-        from perfpages import __version__
-        from perfpages.cli.names import accept_spaced_names
+        from perfpages._version import __version__
+        from perfpages.cli.names import Program
         from perfpages.cli.tasks import ns
 
-        accept_spaced_names()  # done when tasks.py is imported; explicit, since we rely on it
         try:
             Program(name="perfpages", binary="perfpages", version=__version__,
                     namespace=ns).run()

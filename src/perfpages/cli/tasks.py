@@ -12,13 +12,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
-from invoke import Collection, Context, Exit, task
+from invoke.collection import Collection
+from invoke.context import Context
+from invoke.exceptions import Exit
+from invoke.tasks import task
 
 from perfpages import settings
 from perfpages.cli.interrupts import interruptible
 from perfpages.cli.names import accept_spaced_names, program_name, whole_number
+
+T = TypeVar("T")
 
 RESULTS_HELP = "directory of archived runs (default: [tool.perfpages] results, else results/)"
 SUITES_HELP = "directory of suite modules (default: [tool.perfpages] suites, else benchmarks/)"
@@ -28,12 +33,17 @@ def _settings(results: str | None = None, suites: str | None = None) -> settings
     return _guard(lambda: settings.load(results=results, suites=suites))
 
 
-def _guard(action: Callable[[], Any]) -> Any:
+def _guard(action: Callable[[], T]) -> T:
     """Settings errors are user errors too: one line, exit 1."""
     from perfpages.cli import console
 
-    box: list[Any] = []
-    code = console.run_command(lambda out: box.append(action()) or 0)
+    box: list[T] = []
+
+    def call(out: object) -> int:
+        box.append(action())
+        return 0
+
+    code = console.run_command(call)
     if code:
         raise Exit(code=code)
     return box[0]
@@ -188,7 +198,7 @@ def replay(c: Context, run: str, claims_only: str | None = None, format: str = "
         fail_on=fail_on, command=line))
 
 
-@task
+@task()
 def build(c: Context) -> None:
     """Build the site strictly into site/ (fails on any warning)."""
     s = _settings()
@@ -199,8 +209,8 @@ def build(c: Context) -> None:
 def serve(c: Context, port: int = 8000) -> None:
     """Serve the site with live reload on http://127.0.0.1:PORT/."""
     s = _settings()
-    port = _guard(lambda: whole_number(port, "--port", minimum=1, maximum=65535, noun="port"))
-    c.run(f"mkdocs serve --livereload --dev-addr 127.0.0.1:{port} --config-file {s.mkdocs}",
+    chosen = _guard(lambda: whole_number(port, "--port", minimum=1, maximum=65535, noun="port"))
+    c.run(f"mkdocs serve --livereload --dev-addr 127.0.0.1:{chosen} --config-file {s.mkdocs}",
           pty=False)
 
 

@@ -167,7 +167,7 @@ def _run_parts(load: Load, start_timeout_s: float, cpus: tuple[int, ...],
                                name=f"perfpages-loadgen-{shard}", daemon=True)
             proc.start()
             child.close()
-            if cpus:
+            if cpus and proc.pid is not None:  # started: it has a pid
                 os.sched_setaffinity(proc.pid, cpus)
             pipes.append(parent)
             procs.append(proc)

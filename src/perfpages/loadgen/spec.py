@@ -191,7 +191,7 @@ class Load:
     def sides(self) -> list[tuple[Request, ...]]:
         """Each target's requests: the same paths, headers and bodies on its own origin."""
         if not self.targets:
-            return [self.requests]
+            return [tuple(self.requests)]
         first = self.targets[0]
         return [tuple(replace(r, url=t + r.url[len(first):]) for r in self.requests)
                 for t in self.targets]

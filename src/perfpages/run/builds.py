@@ -39,9 +39,10 @@ from perfpages.archive.manifest import (
     without_credentials,
 )
 from perfpages.archive.reader import sha256_file
+from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
 from perfpages.run.machine import GIT_LOCATION
-from perfpages.run.postgres import cache_dir, embedded_binaries
+from perfpages.run.postgres import embedded_binaries
 from perfpages.run.suite import LabelSpec
 
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._-]+\])?==([^=;,\s*]+)$")

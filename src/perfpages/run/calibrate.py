@@ -30,6 +30,7 @@ STARTUP_S = 2.0  # a guess of a turn's cost beyond its warm-up and windows, for 
 
 def turn_seconds(suite: Suite, block: BlockSpec | HttpBlockSpec) -> float:
     """A turn's warm-up and windows, at the calibration's window."""
+    assert suite.warmup_s is not None  # Suite.__post_init__ fills it from its rule's design
     method = Method(rounds=1, warmup_s=suite.warmup_s, window_s=TURN_S)
     if isinstance(block, HttpBlockSpec):
         return case_seconds(block, method)

@@ -24,10 +24,11 @@ from typing import Any
 
 import psutil
 
+from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
 from perfpages.run import pgbench
 from perfpages.run.builds import Build
-from perfpages.run.postgres import EmbeddedServer, ExternalServer, Server, cache_dir
+from perfpages.run.postgres import EmbeddedServer, ExternalServer, Server
 from perfpages.run.suite import Suite
 
 FLOOR_DB = "perfpages_floor"
@@ -144,10 +145,10 @@ class Clusters:
             if self.dsn:
                 self.servers[key] = ExternalServer(self.dsn, b.pg_bin)
             else:
-                server = EmbeddedServer(b.pg_bin)
-                server.on_data = self.owned.add
-                server.cpus = self.cpus
-                self.servers[key] = server
+                embedded = EmbeddedServer(b.pg_bin)
+                embedded.on_data = self.owned.add
+                embedded.cpus = self.cpus
+                self.servers[key] = embedded
         server = self.servers[key]
         for other_key, other in self.servers.items():  # one server at a time: no contention
             if other_key != key:

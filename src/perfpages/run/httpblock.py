@@ -30,7 +30,7 @@ from pathlib import Path
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
 from perfpages.archive.reader import path_part as slug
-from perfpages.archive.window import Window, params_key
+from perfpages.archive.window import Scalar, Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
@@ -171,8 +171,8 @@ class HttpBlocks:
         """The subject's health endpoint, closed loop, straight after start: a drift check."""
         assert suite.service is not None
         self.duet.know(b)  # the block's first label: a duet's base
-        params: dict[str, str | int] = {"position": position, "floor": "health",
-                                        "callers": FLOOR_CALLERS}
+        params: dict[str, Scalar] = {"position": position, "floor": "health",
+                                     "callers": FLOOR_CALLERS}
         if writer.has(Window(block.name, FLOOR_LABEL, 0, params, "", 0, kind="floor").key):
             return
         log = writer.run_dir / "diagnostics" / block.name / "floor-server.log"

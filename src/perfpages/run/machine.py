@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from perfpages import __version__
+from perfpages._version import __version__
 
 
 def cpu_model() -> str:

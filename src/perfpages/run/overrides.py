@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from typing import Any
 
 from perfpages.errors import PerfpagesError
 from perfpages.run import profile
@@ -36,7 +37,7 @@ def parse_assignments(values: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-def _pin_fields(label: str, spec: str) -> dict[str, str]:
+def _pin_fields(label: str, spec: str) -> dict[str, Any]:
     """A `--pin` value as LabelSpec fields: `name==version`, or `git+REPO@REF` as pip writes it
     (with an optional `#subdirectory=DIR`)."""
     fix = "write --pin LABEL=name==version or --pin LABEL=git+REPO@REF"

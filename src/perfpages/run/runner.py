@@ -45,15 +45,23 @@ from perfpages.archive.writer import ArchiveWriter, RunLock, new_run_id, utc_now
 from perfpages.errors import Interrupted, PerfpagesError
 from perfpages.loadgen.locust import engine_text
 from perfpages.run import collect, duet, machine, schedule, signals, sqlblock
-from perfpages.run.blocks import BlockDriver, Session, Step, floor_windows, settles_each
+from perfpages.run.blocks import (
+    BlockDriver,
+    Session,
+    Step,
+    floor_windows,
+    restart_reason,
+    settles_each,
+)
 from perfpages.run.builds import Build
 from perfpages.run.builds import resolve as resolve_build
 from perfpages.run.clusters import Clusters, reap
-from perfpages.run.httpblock import HttpBlocks, restart_reason
+from perfpages.run.httpblock import HttpBlocks
 from perfpages.run.overrides import override
+from perfpages.run.placement import Placement
 from perfpages.run.postgres import Server
 from perfpages.run.sqlblock import PgbenchBlocks
-from perfpages.run.suite import BlockSpec, HttpBlockSpec, Placement, Suite, load
+from perfpages.run.suite import BlockSpec, HttpBlockSpec, Suite, load
 
 
 @dataclass
@@ -246,9 +254,11 @@ class Runner:
 
     def manifest(self, suite: Suite, server: Server, builds: dict[str, Build]) -> Manifest:
         o = self.opts
+        rounds, order, warm, window = suite.rounds, suite.order, suite.warmup_s, suite.window_s
+        assert rounds and order and warm is not None and window is not None  # Suite.__post_init__
         method = o.method or Method(
-            rounds=o.rounds or suite.rounds, order=suite.order, seed=o.seed,
-            warmup_s=suite.warmup_s, window_s=suite.window_s, min_rounds=suite.min_rounds,
+            rounds=o.rounds or rounds, order=order, seed=o.seed,
+            warmup_s=warm, window_s=window, min_rounds=suite.min_rounds,
             drift_threshold=suite.drift_threshold, placement=suite.placement.to_json(),
             rule=suite.rule_json)
         if o.method is None:

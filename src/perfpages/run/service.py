@@ -100,7 +100,8 @@ class Service:
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(self.url + self.spec.health_path, timeout=2) as resp:
-                return 200 <= resp.status < 300
+                status: int = resp.status
+                return 200 <= status < 300
         except (urllib.error.URLError, OSError):
             return False
 

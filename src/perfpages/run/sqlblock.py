@@ -16,7 +16,7 @@ from typing import Any
 
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import FLOOR_LABEL
-from perfpages.archive.window import Window, params_key
+from perfpages.archive.window import Scalar, Window, params_key
 from perfpages.archive.writer import ArchiveWriter, utc_now
 from perfpages.run import collect, cost, pgbench
 from perfpages.run.blocks import Idle, Session, Step, floor_windows, restart_reason, settles_each
@@ -30,7 +30,7 @@ def floor(session: Session, suite: Suite, block: str, position: str, b: Build,
     """pgbench select-only, one client, on the first label's server (warm-up not archived), as
     one-second windows: the floor carries its own second-to-second spread, which the drift
     decision needs (`decision.drifted`)."""
-    params: dict[str, str | int] = {"position": position, "clients": 1}
+    params: dict[str, Scalar] = {"position": position, "clients": 1}
     missing = [i for i in range(floor_windows(suite.floor_s)) if not writer.has(
         Window(block, FLOOR_LABEL, 0, params, "", 0, kind="floor", window=i).key)]
     if not missing:  # a resumed run measures only the seconds it lacks
@@ -124,7 +124,8 @@ class PgbenchBlocks:
                 step(f"{block.name} r{rnd} {name}: archived", method.warmup_s + window_s)
                 continue
             # the settle: the group's own cell under `pairs`, else the block's most clients
-            warm_params = dict(group[0]) if pairs else {"clients": max(block.clients)}
+            warm_params: dict[str, Scalar] = (dict(group[0]) if pairs
+                                              else {"clients": max(block.clients)})
             warm = Window(block.name, name, rnd, warm_params, "", 0, kind="warmup",
                           attempt=attempt)
             idle = self.idle.since(subject)

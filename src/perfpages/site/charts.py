@@ -185,7 +185,7 @@ def svg(series: list[Series], *, title: str, x_title: str, y_title: str,
     numeric = all(isinstance(x, int | float) for x in xs)
     positions = list(dict.fromkeys(xs))
     if numeric:
-        positions = sorted(positions)  # type: ignore[type-var]
+        positions = sorted(positions)
         if log_x is None:
             log_x = min(positions) > 0 and max(positions) / min(positions) >= 8  # type: ignore
     places, top = _legend([s.name for s in series], wrap=style > 1)

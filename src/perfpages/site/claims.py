@@ -25,7 +25,8 @@ from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
 from perfpages.site.condition import MAX_ITEMS as MAX_ITEMS
 from perfpages.site.condition import Claim as Claim
-from perfpages.site.condition import Condition, all_of, bounded, listing, where_of
+from perfpages.site.condition import Condition as Condition
+from perfpages.site.condition import all_of, bounded, listing, where_of
 from perfpages.site.condition import printed_tolerance as printed_tolerance
 from perfpages.site.facts import text
 from perfpages.site.macros import scale, verdict

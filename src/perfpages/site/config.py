@@ -137,8 +137,10 @@ class Site:
             raise PerfpagesError("the site does not use the perfpages plugin", where=path,
                                  key="plugins", fix="add `- perfpages` under plugins")
         results = options.get("results")
-        docs_dir = config.get("docs_dir") if isinstance(config.get("docs_dir"), str) else "docs"
-        url = config.get("site_url") if isinstance(config.get("site_url"), str) else ""
+        docs_dir = config.get("docs_dir")
+        docs_dir = docs_dir if isinstance(docs_dir, str) else "docs"
+        url = config.get("site_url")
+        url = url if isinstance(url, str) else ""
         if url and not url.endswith("/"):
             url += "/"  # as MkDocs reads it (a directory)
         return cls(mkdocs=path, base=base,
@@ -175,4 +177,5 @@ def rendered(site: Site, out: Path) -> str:
     head = (f"# Written by `perfpages render` from {site.mkdocs.name}: every page's macros are "
             f"computed and its claims checked.\n# Build it with any generator, e.g. `zensical "
             f"build -f {out.name}/mkdocs.yml`; edit {site.mkdocs.name}, not this file.\n")
-    return head + yaml.dump(config, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    text: str = yaml.dump(config, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    return head + text

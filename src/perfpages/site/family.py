@@ -101,11 +101,13 @@ def holm(claims: list[Claim], where: str) -> list[Claim]:
                              key="perfpages.holm", fix="remove `holm: true`, or pin method v2 "
                              "runs")
     alpha = min(j.change.rule.alpha for _, j in family)
-    keep = decision.holm([j.change.p for _, j in family], alpha)  # type: ignore[misc]
+    p_values = [p for _, j in family if (p := j.change.p) is not None]
+    assert len(p_values) == len(family)  # every verdict has one: ranges apart is refused above
+    keep = decision.holm(p_values, alpha)
     lost: dict[int, list[float]] = {}
-    for (i, j), kept in zip(family, keep, strict=True):
+    for (i, j), p, kept in zip(family, p_values, keep, strict=True):
         if not kept and j.change.clear:
-            lost.setdefault(i, []).append(j.change.p)
+            lost.setdefault(i, []).append(p)
     out = list(claims)
     for i, ps in lost.items():
         cond = claims[i].condition

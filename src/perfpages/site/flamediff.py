@@ -205,7 +205,7 @@ def diff_svg(base: Counter[Stack], head: Counter[Stack], title: str,
     flat = " ".join(title.split())
     out = [f'<text x="0" y="{FONT + 2}" font-size="{FONT + 2}">{escape(flat)}</text>',
            *_legend(2 * ROW + 4, per_call, neutral)]
-    top = 2 * ROW + 14
+    top: float = 2 * ROW + 14
     against = (f"{amount(total, True)}, {_change(total, h.value(h.root), True)[1]}"
                if per_call else f"{b.root.samples:,}")
     captions = [f"head, {_totals(h, per_call)} (base {against}); widths from the head",

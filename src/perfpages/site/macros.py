@@ -153,14 +153,15 @@ class Macros:
         for r in row_keys:
             line = [self._header(rows, r, units[r][1] if rows == "metric" else "")]
             for c in col_keys:
-                f = grid.get((r, c))
-                if f is None:
+                hit = grid.get((r, c))
+                if hit is None:
                     line.append("—")
                     continue
-                factor, _ = units[f.metric]  # the unit is in the header, not in every cell
-                line.append(escape.md(cell_text(scaled(f.cell, factor), "", digits, spread)
-                                      + self._note(f)))
-            for other in extra:
+                factor, _ = units[hit.metric]  # the unit is in the header, not in every cell
+                line.append(escape.md(cell_text(scaled(hit.cell, factor), "", digits, spread)
+                                      + self._note(hit)))
+            for other in extra:  # none without `change`
+                assert change is not None
                 line += self._change_cell(grid, change, other, r, rows, columns, exact)
             body.append(line)
         return "\n\n" + escape.table(header, body) + "\n\n" + self._sources(found)

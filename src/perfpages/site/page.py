@@ -13,6 +13,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import jinja2
@@ -127,7 +128,7 @@ def restore(text: str, saved: list[str]) -> str:
 
 def _template_line() -> int:
     """The template line of the innermost Jinja frame calling us (Jinja maps Python lines)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         template = frame.f_globals.get("__jinja_template__")
         if template is not None:

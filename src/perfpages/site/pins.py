@@ -128,7 +128,7 @@ class Pins:
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,
              lines: Mapping[str, int]) -> Pins:
-        allowed = getattr(aliases, "allow_failed", frozenset())
+        allowed: frozenset[str] = getattr(aliases, "allow_failed", frozenset())
         return cls({alias: store.pin(run_id, where=where, line=lines.get(alias), alias=alias,
                                      allow_failed=alias in allowed)
                     for alias, run_id in aliases.items()}, getattr(aliases, "default", None))
@@ -202,7 +202,8 @@ class Pins:
             loaded.memo[key] = [Found(alias, r.block, r.parameters, r.label, r.metric, r.params,
                                       given[(r.block, r.parameters, r.label, r.metric)])
                                 for r in loaded.cells]
-        return loaded.memo[key]
+        found: list[Found] = loaded.memo[key]
+        return found
 
     def _has(self, alias: str, name: str) -> None:
         params = sorted({p for r in self.runs[alias].cells for p in r.params})

@@ -133,7 +133,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         src = page.file.abs_src_path
         shown = os.path.relpath(src, self.root) if src else f"docs/{page.file.src_uri}"
         try:
-            done = render.site_page(markdown, page.meta, src_uri=page.file.src_uri,
+            done = render.site_page(markdown, dict(page.meta), src_uri=page.file.src_uri,
                                     shown=shown.replace(os.sep, "/"),
                                     source=page.file.content_string, store=self.store,
                                     docs=self.docs, run_pages=self.config.run_pages,

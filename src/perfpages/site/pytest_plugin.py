@@ -341,9 +341,11 @@ def find_site(rootpath: Path) -> Site | None:
         return rootpath / path.relative_to(real) if path.is_relative_to(real) else path
 
     base = anchored(settings.mkdocs.resolve().parent)
-    docs = config.get("docs_dir") if isinstance(config.get("docs_dir"), str) else "docs"
+    docs = config.get("docs_dir")
+    docs = docs if isinstance(docs, str) else "docs"
     # The runs the build renders: the MkDocs plugin's own option when mkdocs.yml sets it.
-    built = config.get("site_dir") if isinstance(config.get("site_dir"), str) else "site"
+    built = config.get("site_dir")
+    built = built if isinstance(built, str) else "site"
     return Site(rootpath=rootpath, base=base, docs=base / docs,
                 results=base / results if results else settings.results,
                 snapshots=anchored(settings.snapshots),

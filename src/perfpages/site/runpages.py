@@ -186,16 +186,16 @@ def _sealed_later(run: Run) -> list[tuple[str, str]]:
     return [("sealed", escape.md(added_text(record)))] if record else []
 
 
-def _results(data: dict[str, object]) -> list[str]:
+def _results(data: dict[str, Any]) -> list[str]:
     from perfpages.analysis import report
 
     out = ["## Results", "", "Each cell is the median of the rounds with its min–max range.", ""]
-    for table in data["tables"]:  # type: ignore[attr-defined]
+    for table in data["tables"]:
         out += [f"### {escape.md(table['title'])}", "",
                 escape.table([escape.md(c) for c in table["columns"]],
                              [[escape.md(c) for c in row] for row in table["rows"]]), ""]
         out += [escape.md(n) for n in table["notes"]] + ([""] if table["notes"] else [])
-    changes = data["changes"]  # type: ignore[index]
+    changes = data["changes"]
     if changes["rows"]:
         out += ["### Changes", "", escape.table(
             [escape.md(c) for c in changes["columns"]],
@@ -203,14 +203,14 @@ def _results(data: dict[str, object]) -> list[str]:
         out += [f"- {escape.md(s)}" for s in changes["summary"]] + [""]
     if data.get("certification"):  # method v2 runs: what the A/A pair says of each block
         out += ["### Certification", "", escape.md(report.CERTIFICATION) + ".", "",
-                *[f"- {escape.md(c['line'])}" for c in data["certification"]], ""]  # type: ignore[attr-defined]
+                *[f"- {escape.md(c['line'])}" for c in data["certification"]], ""]
     if data.get("pairing"):  # method v2 runs: the windows their comparisons pair
         out += ["### Pairing", "", escape.md(report.PAIRING) + ".", "",
-                *[f"- {escape.md(line)}" for f in data["pairing"]  # type: ignore[attr-defined]
+                *[f"- {escape.md(line)}" for f in data["pairing"]
                   for line in f["lines"]], ""]
     if data["drift"]:
         out += ["### Floors", "", *[escape.md(report.drift_line(d))
-                                    for d in data["drift"]], ""]  # type: ignore[attr-defined]
+                                    for d in data["drift"]], ""]
     return out + _machine(data)
 
 

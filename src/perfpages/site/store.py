@@ -115,7 +115,8 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
     successful windows merged, losslessly. Read only for the pages that draw them (spectrum),
     then cached like the cells, under the sha256 of run.json and of the code."""
     if "histograms" in loaded.memo:
-        return loaded.memo["histograms"]
+        memo: dict[tuple[str, str, str], dict[int, Latency]] = loaded.memo["histograms"]
+        return memo
     path = loaded.histogram_cache
     saved = read_entry(path, loaded.cache_key) if path is not None else None
     if saved is not None:
@@ -160,7 +161,8 @@ def reading(loaded: Loaded, run: Run | None = None) -> Reading:
     from perfpages.analysis.reading import Reading, read
 
     if PRODUCT in loaded.memo:
-        return loaded.memo[PRODUCT]
+        memo: Reading = loaded.memo[PRODUCT]
+        return memo
     path = product_cache(loaded, PRODUCT)
     saved = read_entry(path, loaded.cache_key) if path is not None else None
     out = None
@@ -326,7 +328,7 @@ class RunStore:
         cache = self._cache_file(run_dir, key) if complete else None
         saved = read_entry(cache, key) if cache is not None else None
         found = _cells(saved) if saved is not None else None
-        if found is not None:
+        if saved is not None and found is not None:
             # The entry's cells, once the run is intact: unchanged since the full check that
             # recorded them, or checked in full now (a fresh checkout, the seal edited).
             known = _fingerprint(saved)
@@ -364,11 +366,11 @@ class RunStore:
             if m.suite == suite and m.status == "complete":
                 found.append((m.started, m.id))
         newest = max(found) if found else ("", "")
-        for date, name, exc in sorted(damaged, reverse=True):
+        for date, name, problem in sorted(damaged, reverse=True):
             if date >= newest[0][:10]:
                 raise PerfpagesError(
                     f"run {name!r}, which may be the newest of suite {suite!r}, is corrupt "
-                    f"({exc})", where=where, line=line, key=key,
+                    f"({problem})", where=where, line=line, key=key,
                     fix="restore it from git (`invoke bench.verify` names every problem), or "
                         "pin a run by its id")
         if not found:

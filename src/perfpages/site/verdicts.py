@@ -83,7 +83,8 @@ def aa_index(pins: Pins, alias: str) -> certification.AAIndex:
     if key not in loaded.memo:
         exact = pins.rule(alias).exact
         loaded.memo[key] = certification.aa_index(aa_found(pins, alias) if exact else [])
-    return loaded.memo[key]
+    index: certification.AAIndex = loaded.memo[key]
+    return index
 
 
 def resolution(pins: Pins, a: Found, b: Found, change: Change) -> float:

@@ -40,9 +40,9 @@ def why(pins: Pins, base: str, head: str, *, block: str, run: str | None = None,
     if base == head:
         raise AnalysisError(f"why(): {base!r} compared with itself",
                             fix="name the label before and the label after the change")
-    for name, what in ((block, "block"), (profile, "profile block")):
-        if name is not None and name not in manifest.blocks:
-            raise AnalysisError(f"why(): no {what} {name!r} in run {alias!r}",
+    for given, what in ((block, "block"), (profile, "profile block")):
+        if given is not None and given not in manifest.blocks:
+            raise AnalysisError(f"why(): no {what} {given!r} in run {alias!r}",
                                 fix=f"choose among: {', '.join(manifest.blocks)}"
                                     + ("; profile=None compares no stacks"
                                        if what == "profile" else ""))

@@ -80,7 +80,8 @@ class Window:
         self.errors: Counter[str] = Counter()
         self.hists = {name: Hist() for name in ("latency", "service", "lag", "loop_lag")}
         self.cpu_s = 0.0
-        self.slowest_ms, self.slowest_at_s = 0.0, None
+        self.slowest_ms = 0.0
+        self.slowest_at_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "duration_s": self.duration_s, "requests": self.requests,
