@@ -26,7 +26,7 @@ from perfpages.site.pins import Pins
 from perfpages.site.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
-VERSION = "9.9.9"  # the copies' pyproject version; perfpages.__version__ stays 0.1.0
+VERSION = "9.9.9"  # the copies' version (their _version.py); this checkout's stays 0.1.0
 
 
 def git(repo: Path, *args: str) -> str:
@@ -47,9 +47,11 @@ def copy_source(target: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "README.md", target)
     shutil.copy(ROOT / "setup.py", target)  # the build that records a wheel's commit
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    (target / "pyproject.toml").write_text(pyproject.replace('version = "0.1.0"',
-                                                             f'version = "{VERSION}"', 1))
+    shutil.copy(ROOT / "pyproject.toml", target)  # its version is _version.py's
+    version = target / "src" / "perfpages" / "_version.py"
+    text = version.read_text()
+    assert '__version__ = "0.1.0"' in text
+    version.write_text(text.replace('__version__ = "0.1.0"', f'__version__ = "{VERSION}"'))
     return target
 
 
