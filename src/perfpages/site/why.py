@@ -40,12 +40,15 @@ def why(pins: Pins, base: str, head: str, *, block: str, run: str | None = None,
     if base == head:
         raise AnalysisError(f"why(): {base!r} compared with itself",
                             fix="name the label before and the label after the change")
-    for given, what in ((block, "block"), (profile, "profile block")):
+    # The default profile block may be absent (its flame section then says so); one named
+    # otherwise must exist.
+    for given, what in ((block, "block"), (profile if profile != "profile" else None,
+                                            "profile block")):
         if given is not None and given not in manifest.blocks:
             raise AnalysisError(f"why(): no {what} {given!r} in run {alias!r}",
                                 fix=f"choose among: {', '.join(manifest.blocks)}"
                                     + ("; profile=None compares no stacks"
-                                       if what == "profile" else ""))
+                                       if what == "profile block" else ""))
     out = [_costs(pins, alias, base, head, block)]
     diff = statements.differences(loaded, block, base, head)
     out.append(f"**Statements whose time per call changed most** ({escape.md(base)} → "
