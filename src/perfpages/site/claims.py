@@ -35,6 +35,17 @@ from perfpages.site.runclaims import RunConditions
 from perfpages.site.verdicts import Judged, judge, resolution
 
 
+def in_band(f: Found, c: Change, res: float, band: tuple[float, float],
+            factor: float | None) -> tuple[float, Judged]:
+    """A change's value against a band (`factor`: an absolute band, in the page's unit; None: in
+    percent), and the comparison as judged, with the band's width in percent of its base."""
+    value = c.difference * factor if factor is not None else c.percent
+    width = band[1] - band[0]
+    if factor is not None and c.base.median:
+        width = width / abs(c.base.median * factor) * 100
+    return value, Judged(f.run, f.block, c, res, width if c.base.median else None)
+
+
 class Conditions(RunConditions):
     """The conditions a page's claims can use, bound to its pins."""
 
@@ -122,13 +133,9 @@ class Conditions(RunConditions):
         band = (low - tolerance, high + tolerance)
         items, ok, judged = [], True, []
         for f, c, res in self._changes(base, other, metric, filters):
-            value = c.difference * factor if absolute else c.percent
+            value, judgement = in_band(f, c, res, band, factor if absolute else None)
             ok &= decision.within(value, *band)
-            # The band's width, in percent of this cell's base (an absolute band too).
-            width = band[1] - band[0]
-            if absolute and c.base.median:
-                width = width / abs(c.base.median * factor) * 100
-            judged.append(Judged(f.run, f.block, c, res, width if c.base.median else None))
+            judged.append(judgement)
             start = digits if digits is not None else max(
                 places(shown_value(value)), bound_places(low), bound_places(high))
             items.append(f"{where_of(f, base)}: {shown_value(value, telling(value, band, start))}")
@@ -157,12 +164,9 @@ class Conditions(RunConditions):
         band = (low - printed_tolerance(low, digits), high + printed_tolerance(high, digits))
         items, ok, judged = [], True, []
         for f, c, res in self._changes(base, other, metric, filters):
-            value = c.difference * factor if absolute else c.percent
+            value, judgement = in_band(f, c, res, band, factor if absolute else None)
             ok &= decision.within(value, *band)
-            width = band[1] - band[0]
-            if absolute and c.base.median:
-                width = width / abs(c.base.median * factor) * 100
-            judged.append(Judged(f.run, f.block, c, res, width if c.base.median else None))
+            judged.append(judgement)
             start = digits if digits is not None else places(
                 format_difference(value, shown) if absolute else format_percent(value))
             at = telling(value, band, start)
