@@ -9,7 +9,7 @@ title="Performance, v4: what 0.43 changed on PostgreSQL (QueryAPIGate)"
 who="QueryAPIGate's maintainers: a copy of their performance page, without its address"
 day=2026-12-04
 method="v3's method: each cell the median of 5 interleaved rounds with its min-max range; a difference counts only when the ranges don't overlap. One laptop (Intel i7-12700H, AC power, performance profile), the gateway on CPUs 0-7, PostgreSQL 16 on 8-11, the load generator on 12-19; one session, 2026-10-26 22:00 to 2026-10-27 00:28."
-perfpages() { ${PERFPAGES:-perfpages} "$@"; }
+perfpages() { command ${PERFPAGES:-perfpages} "$@"; }
 run() {
     file=$1; shift
     perfpages import "$dir/$file" --title "$title" --unpublished "$who" --date "$day" \
