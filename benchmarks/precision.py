@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from perfpages.analysis import certification, decision, ranktest  # noqa: E402
 from perfpages.analysis.changes import changes  # noqa: E402
 from perfpages.analysis.decision import Cell, Change, Rule  # noqa: E402
-from perfpages.analysis.report import aa_changes  # noqa: E402
+from perfpages.analysis.reading import aa_changes  # noqa: E402
 from perfpages.analysis.tidy import Tidy  # noqa: E402
 from perfpages.archive.reader import open_run  # noqa: E402
 
