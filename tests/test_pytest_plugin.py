@@ -284,7 +284,8 @@ def test_this_repository_checks_its_own_pages(pytestconfig: pytest.Config) -> No
             site.versioned().items()} == {
         f"docs/performance/{name}/v{n}.md": f"tests/golden/pages/{name}-v{n}.md"
         for name, n in (("queryapigate", 1), ("sizing", 1), ("sky", 1), ("queryapigate", 2),
-                        ("sizing", 2), ("sky", 2))}
+                        ("sizing", 2), ("sky", 2), ("queryapigate", 3),
+                        ("queryapigate-published", 1))}
     assert all(snapshot.is_file() for snapshot in site.versioned().values())
     assert site.results == root / "results"
 

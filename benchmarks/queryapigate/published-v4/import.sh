@@ -1,7 +1,7 @@
 #!/bin/sh
 # The reference QueryAPIGate page (v4) imported with `perfpages import` alone, one run per table
-# shape; page.md beside this script (docs/performance/queryapigate-published/v1.md once published)
-# pins them. Run from the repository root:
+# shape; docs/performance/queryapigate-published/v1.md pins them (their ids carry the import date).
+# Run from the repository root:
 #   sh benchmarks/queryapigate/published-v4/import.sh [--results DIR]
 set -e
 dir=benchmarks/queryapigate/published-v4
