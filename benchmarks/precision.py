@@ -179,7 +179,8 @@ def main() -> None:
         m = run.manifest
         if not m.method.rule:
             continue
-        rule20 = Rule.of(m.method)
+        # Each run decided under both versions, whichever it recorded (a 2.1 run records 2.1).
+        rule20 = replace(Rule.of(m.method), version="2.0")
         rule21 = replace(rule20, version="2.1")
         tidy = Tidy.of(run)
         labels = list(m.labels)
