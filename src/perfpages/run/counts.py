@@ -31,10 +31,12 @@ SETTLE_S = 3.0  # at most this long waiting for the database to go quiet, before
 POLL_S = 0.05
 
 
-def _quiet(conn: psycopg.Connection, database: str, backends: int | None) -> tuple[int, float]:
+def _quiet(conn: psycopg.Connection, database: str,
+           backends: int | None) -> tuple[int, float] | None:
     """Wait until no backend of `database` runs a statement and (given `backends`) at most that
     many are connected, then until the session counter holds still (a backend leaves
-    pg_stat_activity just before it reports its statistics). (backends connected, sessions)."""
+    pg_stat_activity just before it reports its statistics). (backends connected, sessions);
+    None: not quiet within SETTLE_S (a backend left running or idle in a transaction)."""
     until = time.monotonic() + SETTLE_S
     query = ("SELECT count(*), count(*) FILTER (WHERE state IS DISTINCT FROM 'idle'), "
              "(SELECT sessions FROM pg_stat_database WHERE datname = %(db)s)::float8 "
@@ -46,8 +48,10 @@ def _quiet(conn: psycopg.Connection, database: str, backends: int | None) -> tup
         connected, busy, sessions = (int(row[0]), int(row[1]), float(row[2] or 0.0)) if row \
             else (0, 0, 0.0)
         settled = busy == 0 and (backends is None or connected <= backends)
-        if (settled and sessions == last) or time.monotonic() > until:
+        if settled and sessions == last:
             return connected, sessions
+        if time.monotonic() > until:
+            return None
         last = sessions if settled else None
         time.sleep(POLL_S)
 
@@ -79,25 +83,28 @@ async def _send(load: Load, calls: int, budget_s: float, seed: int) -> tuple[int
 
 def batch(meter: Meter, load: Load, seed: int = 0, calls: int = CALLS,
           budget_s: float = BUDGET_S) -> dict[str, float]:
-    """Counts per call of `load`'s requests, exact (empty: no PostgreSQL counters, a duet, or
-    a call that failed). Reads through the meter's statistics connection."""
+    """Counts per call of `load`'s requests, exact (empty: no PostgreSQL counters, a duet, a
+    call that failed, or a database that would not go quiet: the windows then keep the counts
+    read at their boundaries). Reads through the meter's statistics connection."""
     conn = meter.stats_connection()
     if conn is None or load.targets:
         return {}
     try:
-        backends, sessions_before = _quiet(conn, meter.database, None)
+        idle = _quiet(conn, meter.database, None)
+        if idle is None:  # calls of ours still running: no count would be exact
+            return {}
         before = meter.read()
         sent, failed = asyncio.run(_send(load, calls, budget_s, seed))
-        _, sessions_after = _quiet(conn, meter.database, backends)
+        done = _quiet(conn, meter.database, idle[0])
         after = meter.read()
     except psycopg.Error:
         return {}
-    if failed or sent == 0:
+    if failed or sent == 0 or done is None:
         return {}
     grown = {"statements": (before.statements, after.statements),
              "buffers_hit": (before.buffers_hit, after.buffers_hit),
              "buffers_read": (before.buffers_read, after.buffers_read),
-             "connections": (sessions_before, sessions_after)}
+             "connections": (idle[1], done[1])}
     out: dict[str, float] = {}
     for name in EXACT_COUNTS:
         a, b = grown[name]
