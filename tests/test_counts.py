@@ -58,3 +58,43 @@ def test_the_fingerprint_tells_vm_builds_apart() -> None:
     assert m["cpu_flags"] == machine.fingerprint()["cpu_flags"]  # stable
     assert isinstance(m["kernel_version"], str) and m["kernel_version"]
     assert m["hypervisor"] is None or isinstance(m["hypervisor"], str)
+
+
+def test_a_batch_sends_its_calls_one_after_another_and_counts_failures() -> None:
+    """The batch's sender on a real socket: every call answered before the next; a 500 is a
+    failed call (the batch is then discarded: it may have run statements)."""
+    import asyncio
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from perfpages.loadgen.spec import Load, Request
+    from perfpages.run import counts
+
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(500 if self.path == "/bad" else 200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        good = Load([Request(f"{base}/ok")], duration_s=1.0)
+        assert asyncio.run(counts._send(good, 12, 10.0, 0)) == (12, 0)
+        assert seen == ["/ok"] * 12
+        bad = Load([Request(f"{base}/ok"), Request(f"{base}/bad")], duration_s=1.0)
+        sent, failed = asyncio.run(counts._send(bad, 20, 10.0, 1))
+        assert sent == 20 and failed == seen[12:].count("/bad") > 0
+    finally:
+        server.shutdown()
+        server.server_close()
