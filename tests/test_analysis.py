@@ -9,7 +9,15 @@ import pytest
 
 from perfpages import load
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
-from perfpages.analysis.method import cell, change, check_comparable, format_percent, format_range
+from perfpages.analysis.method import (
+    cell,
+    change,
+    check_comparable,
+    format_percent,
+    format_range,
+    machine_name,
+    machine_text,
+)
 from perfpages.archive.reader import open_run
 from perfpages.errors import AnalysisError, ComparabilityError
 
@@ -91,3 +99,25 @@ def test_comparability_names_what_differs() -> None:
     assert "machine.cores 2 ≠ 20" in message and "format_version 1 ≠ 2" in message
     assert "\n" not in message
     assert len(check_comparable([a, b], allow=True)) == 2
+
+
+def test_two_vm_builds_under_one_cpu_name_are_told_apart() -> None:
+    a = open_run(FIXTURE).manifest
+    build = {"kernel": "6.18.44-fc-v1272", "kernel_version": "#1 SMP PREEMPT_DYNAMIC @0",
+             "cpu_flags": "99 flags, sha256 ecfefe0ffbf1", "microcode": "0x1000065",
+             "hypervisor": "kvm"}
+    one = replace(a, machine={**a.machine, **build})
+    other = replace(a, id="2026-11-02-other", machine={
+        **one.machine, "cpu_flags": "97 flags, sha256 0123456789ab", "microcode": "0x1000070"})
+    found = check_comparable([one, other], allow=True)
+    assert [d.split(": ", 1)[1].split(" ")[0] for d in found] == ["machine.cpu_flags",
+                                                                  "machine.microcode"]
+    # A run from before these fields stays comparable with a newer one of its machine.
+    assert check_comparable([replace(a, machine={**a.machine, "kernel": build["kernel"]}), one]) \
+        == []
+    assert machine_name(one.machine) == (f"{machine_text(a.machine)}, kernel 6.18.44-fc-v1272, "
+                                         "CPU flags ecfefe")
+    assert machine_name(one.machine) != machine_name(other.machine)
+    assert machine_name({"cpu": "AMD EPYC", "cores": 2, "memory_gib": 23.5,
+                         "kernel": "6.18.44-fc-v1272"}) \
+        == "AMD EPYC, 2 cores, 23.5 GiB, kernel 6.18.44-fc-v1272"

@@ -76,6 +76,7 @@ def test_fact_prints_run_json_values(results: Path) -> None:
     assert f.fact("machine.cores") == "2"
     assert f.fact("method.seed") == "7"
     assert f.fact("machine.memory_gib") == "24"
+    assert f.fact("machine.name").endswith(", 2 cores, 24 GiB, kernel synthetic")
     assert f.fact("labels.v1.1.pin.kind") == "git"
     assert f.fact("labels.v1.1 + cache.env") == "DEMO&#95;CACHE&#95;TTL=5"
     assert f.fact("method.drift_threshold", percent=True) == "10 %"

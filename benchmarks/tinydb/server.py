@@ -3,18 +3,50 @@ of round trips to PostgreSQL per call.
 
 GET /health → 200 without touching the database; GET /q/N → N statements, each its own round
 trip (psycopg in autocommit, one `SELECT` per execute, never prepared or pipelined), then 200.
-The database is TINYDB_DSN (a libpq connection string); each server thread keeps one connection.
+The database is TINYDB_DSN (a libpq connection string); each server thread keeps one connection,
+or with TINYDB_CONNECT=request a call opens its own and closes it (connection churn), or with
+TINYDB_CONNECT=pool the calls share a pool (a connection is opened only when none is free).
+TINYDB_TX=1 wraps a call's statements in BEGIN … COMMIT (two statements more per call).
 """
 
+import contextlib
 import os
+import queue
 import sys
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psycopg
 
 DSN = os.environ["TINYDB_DSN"]
+CONNECT = os.environ.get("TINYDB_CONNECT", "thread")
+TX = os.environ.get("TINYDB_TX") == "1"
 local = threading.local()
+pool: "queue.SimpleQueue[psycopg.Connection]" = queue.SimpleQueue()
+
+
+def fresh() -> psycopg.Connection:
+    return psycopg.connect(DSN, autocommit=True, prepare_threshold=None)
+
+
+@contextlib.contextmanager
+def borrowed() -> Iterator[psycopg.Connection]:
+    """A connection for one call, by TINYDB_CONNECT."""
+    if CONNECT == "request":
+        with fresh() as conn:
+            yield conn
+    elif CONNECT == "pool":
+        try:
+            conn = pool.get_nowait()
+        except queue.Empty:
+            conn = fresh()
+        try:
+            yield conn
+        finally:
+            pool.put(conn)
+    else:
+        yield connection()
 
 
 def connection() -> psycopg.Connection:
@@ -34,11 +66,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/health":
             body = b"ok"
         elif self.path.startswith("/q/"):
-            conn = connection()
             total = 0
-            for i in range(int(self.path[3:])):
-                row = conn.execute("SELECT %s::int", (i,)).fetchone()
-                total += row[0] if row else 0
+            with borrowed() as conn, conn.transaction() if TX else contextlib.nullcontext():
+                for i in range(int(self.path[3:])):
+                    row = conn.execute("SELECT %s::int", (i,)).fetchone()
+                    total += row[0] if row else 0
             body = str(total).encode()
         else:
             self.send_error(404)

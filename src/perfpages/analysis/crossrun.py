@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfpages.analysis.decision import Rule
-from perfpages.analysis.method import check_comparable, machine_text
+from perfpages.analysis.method import check_comparable, machine_name
 from perfpages.analysis.tidy import Tidy
 from perfpages.analysis.warnings import scope
 from perfpages.archive.reader import Run
@@ -91,7 +91,7 @@ def runs(cross: Cross, floors: dict[str, list[dict[str, Any]]]) -> list[dict[str
     """A line's worth per run: what, when, where, and its floors (`floors` by run id)."""
     return [{"run": r.id, "title": r.manifest.title, "scope": r.manifest.scope,
              "status": r.manifest.status, "started": r.manifest.started,
-             "rounds": r.manifest.method.rounds, "machine": machine_text(r.manifest.machine),
+             "rounds": r.manifest.method.rounds, "machine": machine_name(r.manifest.machine),
              "floors": floors.get(r.id, [])} for r in cross.runs]
 
 

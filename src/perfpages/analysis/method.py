@@ -18,6 +18,9 @@ if TYPE_CHECKING:  # pandas is imported where a frame is used: a site build may 
 
 # The machine fingerprint keys that must match before two runs share a table or a claim.
 FINGERPRINT_KEYS = ("cpu", "cores", "memory_gib", "kernel", "python", "postgresql")
+# What tells two VM builds under one CPU name apart: compared only when both runs record it
+# (runs before did not), so an older run stays comparable with a newer one of its machine.
+BUILD_KEYS = ("kernel_version", "cpu_flags", "microcode", "hypervisor")
 
 
 def _sign(value: float) -> str:
@@ -209,6 +212,19 @@ def machine_text(machine: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def machine_name(machine: Mapping[str, Any]) -> str:
+    """"AMD EPYC, 2 cores, 23.5 GiB, kernel 6.18.44-fc-v1272, CPU flags ecfefe": `machine_text`,
+    the kernel release (which names a VM build) and, in runs that record them, the start of the
+    CPU flags' hash (two builds under one kernel name that expose different instruction sets)."""
+    parts = [machine_text(machine)]
+    if machine.get("kernel"):
+        parts.append(f"kernel {machine['kernel']}")
+    flags = str(machine.get("cpu_flags") or "")
+    if "sha256 " in flags:
+        parts.append(f"CPU flags {flags.rpartition('sha256 ')[2][:6]}")
+    return ", ".join(parts)
+
+
 def fingerprint_differences(a: Manifest, b: Manifest) -> list[str]:
     diffs = []
     if a.format_version != b.format_version:
@@ -218,6 +234,9 @@ def fingerprint_differences(a: Manifest, b: Manifest) -> list[str]:
     for key in FINGERPRINT_KEYS:
         if a.machine.get(key) != b.machine.get(key):
             diffs.append(f"machine.{key} {a.machine.get(key)!r} ≠ {b.machine.get(key)!r}")
+    for key in BUILD_KEYS:
+        if key in a.machine and key in b.machine and a.machine[key] != b.machine[key]:
+            diffs.append(f"machine.{key} {a.machine[key]!r} ≠ {b.machine[key]!r}")
     return diffs
 
 

@@ -42,6 +42,9 @@ DRIFT_THRESHOLD = 0.10  # a floor's change beyond which the machine drifted (a f
 # Metrics: a floor's rate (pgbench's transactions, an HTTP floor's requests), in order of
 # preference, and the counts that make a cell's rounds suspect.
 FLOOR_METRICS = ("tps", "throughput")
+# Counts per call read exactly, from an idle-bounded batch after a case (`perfpages.run.counts`),
+# not differenced at window boundaries; `connections` is PostgreSQL's session counter.
+EXACT_COUNTS = ("statements", "buffers_hit", "buffers_read", "connections")
 FAULT_METRICS = {"failed_windows": "failed windows", "errors": "errors",
                  "non_2xx": "non-2xx responses"}
 

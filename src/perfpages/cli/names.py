@@ -10,6 +10,7 @@ tests/test_robust.py and tests/test_cli.py check under both commands."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -54,6 +55,29 @@ def program_name() -> str:
     if name in ("__main__.py", ""):  # python -m invoke / python -m perfpages
         name = Path(sys.argv[0]).parent.name or "invoke"
     return name
+
+
+# An absolute path in an argument: a word's start or a value's (`--results=/…`, `host=/…`).
+_ABSOLUTE = re.compile(r"(?:^|(?<=[\s=]))/[^\s&,;'\"]*")
+
+
+def _unrooted(path: str, root: Path) -> str:
+    """A path as run.json records it: relative to the repository root, or outside it only its
+    name (never the user's home or checkout)."""
+    for candidate in (Path(os.path.normpath(path)), Path(path).resolve()):
+        if candidate.is_relative_to(root):
+            return str(candidate.relative_to(root)) or "."
+    return f"<outside the repository>/{Path(path).name}"
+
+
+def command_line(root: Path | None = None) -> str:
+    """The command as archived: the program's name and its arguments, absolute paths made
+    relative to the repository root (`settings.find_root` of the working directory)."""
+    from perfpages.settings import find_root
+
+    base = (root or find_root(Path.cwd())[0]).resolve()
+    args = [_ABSOLUTE.sub(lambda m: _unrooted(m.group(0), base), a) for a in sys.argv[1:]]
+    return " ".join([program_name(), *args])
 
 
 def whole_number(text: str | int | None, flag: str, minimum: int | None = None,

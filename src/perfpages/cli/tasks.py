@@ -21,7 +21,7 @@ from invoke.tasks import task
 
 from perfpages import settings
 from perfpages.cli.interrupts import interruptible
-from perfpages.cli.names import accept_spaced_names, program_name, whole_number
+from perfpages.cli.names import accept_spaced_names, command_line, program_name, whole_number
 
 T = TypeVar("T")
 
@@ -99,7 +99,7 @@ def run(c: Context, suite: str | None = None, labels: str | None = None,
                    labels=_names(labels), blocks=_names(blocks), rounds=rounds, quick=quick,
                    resume=resume, dsn=dsn, seed=seed, refs=refs, pins=pins,
                    preflight_wait=wait,
-                   command=" ".join([program_name(), *sys.argv[1:]]))
+                   command=command_line())
     _command(lambda cmd, out: cmd.run_suite(opts, out))
 
 
@@ -118,7 +118,7 @@ def calibrate(c: Context, suite: str | None = None, block: str | None = None,
 
     s = _settings(results, suites)
     seed = _guard(lambda: whole_number(seed, "--seed"))
-    line = " ".join([program_name(), *sys.argv[1:]])
+    line = command_line()
     _command(lambda cmd, out: command.print_calibration(
         s.results, out, run=run, suite=suite, block=block, label=label, minutes=minutes,
         fmt=format, benchmarks=s.suites, quick=quick, seed=seed, command=line))
@@ -192,7 +192,7 @@ def replay(c: Context, run: str, claims_only: str | None = None, format: str = "
     from perfpages.cli import replay as command
 
     s = _settings(results, suites)
-    line = " ".join([program_name(), *sys.argv[1:]])
+    line = command_line()
     _command(lambda cmd, out: command.print_reproduction(
         s.results, run, claims_only, format, out, mkdocs=s.mkdocs, suites=s.suites,
         fail_on=fail_on, command=line))
@@ -291,7 +291,7 @@ def import_(c: Context, file: str, title: str | None = None, url: str | None = N
     from perfpages.cli import importer
 
     s = _settings(results)
-    line = " ".join([program_name(), *sys.argv[1:]])
+    line = command_line()
     _command(lambda cmd, out: importer.import_table(
         s.results, file, title, url, date, suite, line, out, rounds=rounds, rule=rule,
         builds=build or [], env=env or [], settings=setting or [], method=method,

@@ -206,6 +206,10 @@ class Meter:
             self._thread = None
         return self.readings
 
+    def stats_connection(self) -> psycopg.Connection | None:
+        """The open connection to the admin database (None: no PostgreSQL counters)."""
+        return self._conn
+
     def close_stats(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(psycopg.Error):

@@ -18,6 +18,7 @@ as errors, and is started again for the next case.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -36,7 +37,7 @@ from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
-from perfpages.run import collect, cost
+from perfpages.run import collect, cost, counts
 from perfpages.run.blocks import (
     Idle,
     Session,
@@ -368,21 +369,21 @@ class HttpBlocks:
                 network.begin(case.delay_ms or 0.0)
             profiler = Profiler(service.process.pid) if profile and service.process else None
             meter = meter_for() if record else None
-            try:
-                result = self._engine(block, load, meter)
-            finally:
-                if profiler is not None:
-                    profiler.stop()
-                if meter is not None:
-                    with meter:
-                        readings = meter.stop()
-            if meter is not None:
-                costs = cost.window_costs(readings, [(t.completed, t.duration_s)
-                                                      for t in result.windows])
-            if network is not None:  # per call, warm-up included (the counters span both);
-                # counted from the windows: total() would merge every histogram to count
-                extra = network.end(sum(t.requests for t in result.windows)
-                                    + (result.warmup.requests if result.warmup else 0))
+            with meter or contextlib.nullcontext():
+                try:
+                    result = self._engine(block, load, meter)
+                finally:
+                    if profiler is not None:
+                        profiler.stop()
+                if network is not None:  # per call, warm-up included (the counters span
+                    # both); counted from the windows: total() would merge every histogram
+                    extra = network.end(sum(t.requests for t in result.windows)
+                                        + (result.warmup.requests if result.warmup else 0))
+                if meter is not None:  # counts per call from a batch no call straddles
+                    readings = meter.stop()
+                    exact = counts.batch(meter, load, turn.seed)
+                    costs = [{**c, **exact} for c in cost.window_costs(
+                        readings, [(t.completed, t.duration_s) for t in result.windows])]
         except PerfpagesError as exc:
             if record:
                 self._failed(writer, block, name, rnd, case, start, str(exc), attempt)

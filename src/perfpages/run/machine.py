@@ -3,10 +3,12 @@ the commit of the repository holding the suites."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -37,13 +39,64 @@ def memory_gib() -> float:
     return 0.0
 
 
+def cpuinfo_field(name: str) -> str | None:
+    """The first `name : value` of /proc/cpuinfo (None: absent, or no /proc)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == name:
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def cpu_flags() -> str | None:
+    """"101 flags, sha256 1a2b3c4d5e6f": two VM builds under one CPU name often expose
+    different instruction sets; a short stable hash of the sorted flags tells them apart."""
+    flags = cpuinfo_field("flags")
+    if flags is None:
+        return None
+    words = sorted(set(flags.split()))
+    digest = hashlib.sha256(" ".join(words).encode()).hexdigest()[:12]
+    return f"{len(words)} flags, sha256 {digest}"
+
+
+def hypervisor() -> str | None:
+    """The hypervisor the machine runs under ("none": bare metal; None: unknown), from
+    `systemd-detect-virt --vm` (a container's VM, not the container), /sys/hypervisor/type or
+    the cpuinfo `hypervisor` flag."""
+    tool = shutil.which("systemd-detect-virt")
+    if tool:
+        try:  # exits 1 and prints "none" on bare metal
+            out = subprocess.run([tool, "--vm"], capture_output=True, text=True, timeout=5).stdout
+            if out.strip():
+                return out.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        return Path("/sys/hypervisor/type").read_text().strip() or None
+    except OSError:
+        pass
+    flags = cpuinfo_field("flags")
+    if flags is None:
+        return None
+    return "unknown hypervisor" if "hypervisor" in flags.split() else "none"
+
+
 def fingerprint(postgresql: str | None = None,
                 pg_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What tells machines apart (run.json `machine`); `floor_tps`, the machine's speed, is
+    added once the first block's pgbench floor is measured (`sqlblock.floor`)."""
     return {
         "cpu": cpu_model(),
         "cores": os.cpu_count() or 1,
         "memory_gib": memory_gib(),
         "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "cpu_flags": cpu_flags(),
+        "microcode": cpuinfo_field("microcode"),
+        "hypervisor": hypervisor(),
         "python": platform.python_version(),
         "postgresql": postgresql,
         "pg_settings": pg_settings or {},

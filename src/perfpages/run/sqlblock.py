@@ -11,6 +11,7 @@ to PostgreSQL): whether the machine drifted while the block ran.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 from typing import Any
 
@@ -39,12 +40,21 @@ def floor(session: Session, suite: Suite, block: str, position: str, b: Build,
     target = server.target.with_db(session.clusters.floor_db(server))
     script = [pgbench.Script(builtin="select-only")]
     pgbench.run(server.bin, target, script, 1, 1, env=b.env, cpus=session.cpus("load"))
+    rates: list[float] = []
     for index in missing:
         start = utc_now()
         res = pgbench.run(server.bin, target, script, 1, 1, env=b.env,
                           cpus=session.cpus("load"))
         w = pgbench.to_window(block, FLOOR_LABEL, 0, params, "floor", start, res)
         session.append(writer, replace(w, window=index))
+        tps = w.metrics.get("tps")
+        if w.status == "ok" and tps is not None:
+            rates.append(float(tps))
+    machine = writer.manifest.machine
+    if position == "before" and rates and "floor_tps" not in machine:
+        # The machine's speed beside its fingerprint: the first block's floor, before it.
+        writer.manifest = replace(writer.manifest, machine={
+            **machine, "floor_tps": round(statistics.median(rates), 1)})
 
 
 class PgbenchBlocks:

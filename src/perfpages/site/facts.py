@@ -19,7 +19,7 @@ from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.decision import Cell, false_positive_rate
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.method import format_percent, machine_name
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.transcribed import BUILD_NOTE
 from perfpages.archive import files
@@ -182,6 +182,8 @@ class Facts:
         """A value of run.json by dotted path: "machine.cores", "labels.sized.pg_settings";
         count=True: how many entries it holds ("labels": the run's labels)."""
         loaded = self._run(run)
+        if key == "machine.name" and not count:  # as every page names it, VM builds apart
+            return escape.md(machine_name(loaded.manifest.machine))
         value = lookup(loaded.manifest.to_json(), key, f"run.json of {loaded.manifest.id}")
         if count:
             if not isinstance(value, dict | list):

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import quote
 
-from perfpages.analysis.method import machine_text
+from perfpages.analysis.method import machine_name
 from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
@@ -28,12 +27,6 @@ def items(loaded: Loaded, run: Run | None = None) -> list[Item]:
     """What a reader must know about one run: its reading's ranked items (`run`: the same run
     already open, so that it is not read again)."""
     return reading(loaded, run).items
-
-
-def machine_short(machine: Mapping[str, Any]) -> str:
-    """"AMD EPYC 7B13 ×2": the CPU model and its cores."""
-    cores = machine.get("cores")
-    return f"{machine.get('cpu') or 'unknown CPU'}" + (f" ×{cores}" if cores else "")
 
 
 def _link(alias: str, run_id: str, page_src: str | None, run_pages: str | None) -> str:
@@ -95,21 +88,21 @@ def transcribed(runs: Mapping[str, Loaded]) -> str:
 def machine(runs: Mapping[str, Loaded]) -> str:
     """"Measured on …" for the pinned runs, or the note that they come from different
     machines (CPU model or cores differ). Transcribed runs ran on no machine here."""
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[str, list[str]] = {}
     runs = {a: r for a, r in runs.items() if r.manifest.source is None}
     for alias, loaded in runs.items():
         m = loaded.manifest.machine
-        groups.setdefault((str(m.get("cpu")), str(m.get("cores"))), []).append(alias)
+        groups.setdefault(machine_name(m), []).append(alias)
     if not groups:
         return ""
     if len(groups) == 1:
         aliases = next(iter(groups.values()))
         named = ", ".join(escape.code(a) for a in aliases)
         m = next(iter(runs.values())).manifest.machine
-        return (f"Measured on {escape.md(machine_text(m))} "
+        return (f"Measured on {escape.md(machine_name(m))} "
                 f"(run{'s' * (len(aliases) > 1)} {named}).\n\n")
     each = "; ".join(", ".join(escape.code(a) for a in aliases) + " on "
-                     + escape.md(machine_text(runs[aliases[0]].manifest.machine))
+                     + escape.md(machine_name(runs[aliases[0]].manifest.machine))
                      for aliases in groups.values())
     return ('!!! warning "Different machines"\n\n'
             f"    These runs come from different machines: {each}. Figures from different "

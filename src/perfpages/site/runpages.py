@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
+from perfpages.analysis.method import machine_name
 from perfpages.analysis.warnings import summary
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
@@ -412,9 +413,8 @@ def index(entries: list[RunEntry]) -> str:
         if e.manifest is None:
             rows.append([link, "—", "—", "unreadable", "—", "—", escape.md(e.problem or "")])
             continue
-        m = e.manifest
-        rows.append([link, escape.md(m.date), escape.md(f"{m.suite} ({m.scope})"),
-                     escape.md(m.status), escape.md(header.machine_short(m.machine)),
+        rows.append([link, escape.md((m := e.manifest).date), escape.md(f"{m.suite} ({m.scope})"),
+                     escape.md(m.status), escape.md(machine_name(m.machine)),
                      escape.md(e.warnings), escape.md(m.title)])
     return "\n".join([*out, escape.table(["run", "date", "suite", "status", "machine",
                                            "warnings", "title"], rows), ""])
