@@ -1,5 +1,6 @@
 """One reading of a run: `bench report`, `bench cite`, a page's header and the runs index say the
-same list of what a reader must know, for every archived run and the synthetic ones."""
+same list of what a reader must know, and the site's A/A verdicts are the reading's, for every
+archived run and the synthetic ones."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis import report
+from perfpages.analysis import noise, report
+from perfpages.analysis.certification import Found
 from perfpages.analysis.cite import cite
-from perfpages.analysis.reading import Reading, read
+from perfpages.analysis.decision import Rule
+from perfpages.analysis.reading import Reading, aa_changes, read
 from perfpages.analysis.text import prose
+from perfpages.analysis.tidy import Tidy
 from perfpages.analysis.warnings import KINDS, summary
-from perfpages.archive.reader import find_runs, open_run
-from perfpages.site import escape, header
+from perfpages.archive.reader import Run, find_runs, open_run
+from perfpages.site import escape, header, verdicts
+from perfpages.site.pins import Pins
 from perfpages.site.store import RunStore
 from sites import make_results
 from v2runs import write_v2
@@ -49,8 +54,10 @@ def _check(run_dir: Path, cache: Path) -> None:
     assert data["warnings"] == [i.text for i in items], run_dir.name
     assert [i["kind"] for i in data["items"]] == [i.kind for i in items]
     assert [i.rank for i in items] == sorted(i.rank for i in items)  # ranked
-    again = header.items(RunStore(run_dir.parent, cache).get(run_dir.name))  # from the cache
+    cached = RunStore(run_dir.parent, cache).get(run_dir.name)
+    again = header.items(cached)  # from the cache
     assert again == items
+    _check_aa(run, Pins({"r": cached}), data)
     box = header.box({"r": store.get(run_dir.name)})
     assert [line.split(": ", 1)[1] for line in box.splitlines()
             if line.startswith("    - ")] == [escape.md(w) for w in data["warnings"]]
@@ -63,6 +70,31 @@ def _check(run_dir: Path, cache: Path) -> None:
         assert not any(i.kind == "drift" for i in items)
     else:  # v1: every flagged floor of every kind is a warning
         assert sum(i.kind == "drift" for i in items) == sum(d["flagged"] for d in data["drift"])
+
+
+def _verdicts(found: list[Found]) -> dict[tuple[str, str, str, str], str]:
+    return {(b, p, pair, c.metric): repr((c.verdict, c.clear, c.percent, c.p, c.resolution))
+            for b, p, pair, c in found}
+
+
+def _check_aa(run: Run, pins: Pins, data: dict[str, object]) -> None:
+    """The site's A/A cells (from the cached reading, by block and metric) are the ones
+    `aa_changes` finds in the archive, with the same verdicts; the report's noise floor is
+    made of the same cells."""
+    mine = _verdicts(aa_changes(run, Tidy.of(run), Rule.of(run.manifest.method)))
+    site: dict[tuple[str, str, str, str], str] = {}
+    for block, metric in dict.fromkeys((k[0], k[3]) for k in mine):
+        site.update(_verdicts(verdicts.aa_found(pins, "r", block, metric)))
+    assert site == mine, run.manifest.id
+    shown = _verdicts(verdicts.aa_found(pins, "r"))  # a noise floor's default metrics
+    assert shown.items() <= mine.items()
+    assert bool(mine) == bool(noise.same_builds(run.manifest))
+    floor = data["noise_floor"]
+    assert isinstance(floor, list)
+    for row in floor:
+        cells = verdicts.aa_found(pins, "r", row["block"], row["metric"])
+        ours = [r for r in noise.rows(cells) if r.pair == row["pair"]]
+        assert [(r.clear, len(r.changes)) for r in ours] == [(row["clear"], row["cells"])]
 
 
 @pytest.mark.parametrize("run_dir", ARCHIVED, ids=[d.name for d in ARCHIVED])
@@ -85,7 +117,8 @@ def test_synthetic_runs_say_one_list(synthetic: list[Path], tmp_path: Path) -> N
 def test_a_reading_is_plain_data_that_round_trips(synthetic: list[Path]) -> None:
     run_dir = next(d for d in synthetic if d.name == "2026-12-01-synthetic-noisy")
     seen = read(open_run(run_dir))
-    assert Reading.from_json(seen.to_json()) == seen
+    assert Reading.from_json(seen.to_cache()) == seen  # a cache entry: with its A/A cells
+    assert seen.aa and "aa" not in seen.to_json()  # the report's JSON: without them
     assert seen.drift and seen.drift[0]["flagged"]  # a fact of the floors, kept
     assert {i.kind for i in seen.items} <= set(KINDS)
     assert all(i.severity in ("warning", "caution") for i in seen.items)
