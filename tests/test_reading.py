@@ -4,6 +4,9 @@ archived run and the synthetic ones."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from perfpages.analysis.reading import Reading, aa_changes, read
 from perfpages.analysis.text import prose
 from perfpages.analysis.tidy import Tidy
 from perfpages.analysis.warnings import KINDS, summary
+from perfpages.archive import preflight
 from perfpages.archive.reader import Run, find_runs, open_run
 from perfpages.site import escape, header, verdicts
 from perfpages.site.pins import Pins
@@ -58,6 +62,7 @@ def _check(run_dir: Path, cache: Path) -> None:
     again = header.items(cached)  # from the cache
     assert again == items
     _check_aa(run, Pins({"r": cached}), data)
+    _check_busy(run_dir, data)
     box = header.box({"r": store.get(run_dir.name)})
     assert [line.split(": ", 1)[1] for line in box.splitlines()
             if line.startswith("    - ")] == [escape.md(w) for w in data["warnings"]]
@@ -95,6 +100,47 @@ def _check_aa(run: Run, pins: Pins, data: dict[str, object]) -> None:
         cells = verdicts.aa_found(pins, "r", row["block"], row["metric"])
         ours = [r for r in noise.rows(cells) if r.pair == row["pair"]]
         assert [(r.clear, len(r.changes)) for r in ours] == [(row["clear"], row["cells"])]
+
+
+BUSY_LINE = re.compile(r"(?P<block>.+): the machine was busy in (?P<busy>\d+) of (?P<windows>\d+) "
+                       r"windows \(.*\)(?:; (?P<again>\d+) measured again(?:, (?P<still>\d+) "
+                       r"of them busy again)?)?")
+
+
+def _check_busy(run_dir: Path, data: dict[str, object]) -> None:
+    """The one line per block on busy windows states what results.jsonl holds: of the measured
+    windows that recorded the machine, those of the rounds and how many were busy, those
+    measured again and how many were busy again; the run page's table sums to the same."""
+    path = next(p for p in (run_dir / "results.jsonl", run_dir / "results.jsonl.gz")
+                if p.exists())
+    text = (gzip.decompress(path.read_bytes()) if path.suffix == ".gz"
+            else path.read_bytes()).decode()
+    counts: dict[str, list[int]] = {}  # block -> windows, busy, again, busy again
+    for line in text.splitlines():
+        w = json.loads(line)
+        if w.get("kind", "measure") == "measure" and w.get("machine") is not None:
+            entry = counts.setdefault(w["block"], [0, 0, 0, 0])
+            again = w.get("attempt", 1) > 1
+            entry[2 * again] += 1
+            entry[2 * again + 1] += preflight.busy(w["machine"])
+    stated = {}
+    items = data["items"]
+    assert isinstance(items, list)
+    for item in items:
+        if item["kind"] == "windows":
+            m = BUSY_LINE.fullmatch(item["text"])
+            assert m, item["text"]
+            stated[m["block"]] = [int(m["windows"]), int(m["busy"]), int(m["again"] or 0),
+                                  int(m["still"] or 0)]
+    assert stated == {b: c for b, c in counts.items() if c[1] or c[2]}, run_dir.name
+    table: dict[str, list[int]] = {}
+    load = data["machine_load"]
+    assert isinstance(load, list)
+    for x in load:
+        entry = table.setdefault(x["block"], [0, 0, 0, 0])
+        for i, key in enumerate(("windows", "busy", "again", "busy_again")):
+            entry[i] += x[key]
+    assert table == counts
 
 
 @pytest.mark.parametrize("run_dir", ARCHIVED, ids=[d.name for d in ARCHIVED])

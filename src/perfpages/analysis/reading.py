@@ -337,7 +337,7 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
         + said.faults(tidy.cells) + said.few_rounds(found)
         + said.drift(drift, m.method.drift_threshold, rule.exact) + said.saturated(knees)
         + said.notes(notes) + said.noisy(aa, rule.exact) + said.mixed(differences)
-        + said.busy(checks, shared, run.measured if not cross else [])
+        + said.busy(checks, shared)
         + said.generator(generator)
         + (said.uncertified(rule.exact, bool(found), certified) if not cross else []))
     return Reading(
