@@ -21,12 +21,6 @@ def generator_cpu(tidy: Tidy) -> list[dict[str, Any]]:
             for (block, pkey, label, _), c in cells.items()]
 
 
-def generator_line(x: dict[str, Any]) -> str:
-    return (f"{x['block']} / {x['label']} ({x['parameters'] or '—'}): the load generator's "
-            f"busiest process used up to {x['max']:.0f} % of a core (above "
-            f"{decision.GENERATOR_BUSY_PCT:g} %): it may have set the pace, not the subject")
-
-
 def windows(run: Run) -> list[dict[str, Any]]:
     """Per block and label, what the rest of the machine did during the measured windows that
     recorded it: the most other processes and steal took; how many windows of the rounds
