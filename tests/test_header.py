@@ -11,7 +11,6 @@ import pytest
 from perfpages.analysis import warnings
 from perfpages.analysis.certification import Certificate
 from perfpages.analysis.warnings import Item
-from perfpages.archive.window import Window
 from perfpages.site import header
 from perfpages.site import store as store_module
 from perfpages.site.page import render
@@ -36,21 +35,15 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _window(block: str, attempt: int, busy: bool) -> Window:
-    figures = {"others_pct": 60.0 if busy else 1.0, "steal_pct": 0.0, "load1": 1.0}
-    return Window(block, "base", 1, {}, "2026-12-01T00:00:00Z", 1.0, machine=figures,
-                  attempt=attempt)
-
-
 def test_the_words_of_each_warning() -> None:
     """Each fact worded once, whatever renders it; ranked by kind, most fundamental first."""
-    measured = [_window("a", 1, False)] * 480 + [_window("a", 2, False)] * 6 + [
-        _window("a", 2, True)]
+    load = [{"block": "a", "label": "base", "windows": 480, "busy": 7, "again": 7,
+             "busy_again": 1, "others_max": 60.0, "steal_max": 0.0}]  # machine_load.windows
     items = warnings.ranked(
         warnings.uncertified(True, True, [Certificate("b", 6, 2, nan, ""),
                                           Certificate("c", 0, 0, nan, "")])
         + warnings.busy([{"block": "b", "busy": True, "reasons": ["load 3.0"], "load1": 3.0,
-                          "busy_pct": 90, "others_pct": 60, "steal_pct": 0}], [], measured)
+                          "busy_pct": 90, "others_pct": 60, "steal_pct": 0}], load)
         + warnings.drift([{"block": "a", "floor": "pgbench", "metric": "tps", "before": 14723,
                            "after": 5150, "drift_percent": -65.0, "flagged": True}], 0.10,
                          exact=False)
@@ -63,7 +56,9 @@ def test_the_words_of_each_warning() -> None:
     assert items[1].text == ("a: the tps floor drifted −65 % (14,723/s before the block, "
                              "5,150/s after), beyond the ±10 % threshold")
     assert items[2].text == "preflight b: the machine was busy (load 3.0)"
-    assert items[3].text == "a: 7 of 480 windows busy, measured again; 1 busy again"
+    assert items[3].text == ("a: the machine was busy in 7 of 480 windows (base 7; other "
+                             "processes up to 60 % of a core, steal up to 0.0 %; busy: above "
+                             "10 % or 2 %); 7 measured again, 1 of them busy again")
     assert items[4].text == "b: not certified: 2 of 6 A/A cells clear"
     assert items[5].text == "c: not certified: no A/A pair"
     assert warnings.summary(items) == "drift −65 %; 2 busy blocks; 2 not certified"
@@ -79,11 +74,13 @@ def test_the_warnings_of_archived_runs(results: Path, tmp_path: Path) -> None:
     store = RunStore(results, tmp_path / "cache")
     noisy = header.items(store.get(NOISY))
     kinds = [(i.kind, i.block) for i in noisy]
-    assert kinds.count(("windows", "callers")) == 2 and kinds.count(("windows", "pages")) == 2
+    assert kinds.count(("windows", "callers")) == 1 and kinds.count(("windows", "pages")) == 1
     assert not any(k == "drift" for k, _ in kinds)  # method v2: drift is a fact, not a gate
     assert not any(k == "noisy" for k, _ in kinds)  # v2: the certification says it, once
     assert ("uncertified", "callers") in kinds and ("uncertified", "pages") in kinds
-    assert "callers: 3 of 120 windows busy, measured again" in [i.text for i in noisy]
+    assert next(i.text for i in noisy if i.block == "callers") == (
+        "callers: the machine was busy in 3 of 120 windows (base 2, base-again 1; other processes "
+        "up to 35 % of a core, steal up to 0.2 %; busy: above 10 % or 2 %); 3 measured again")
     floors = store_module.reading(store.get(NOISY)).drift  # the drift itself stays a fact
     assert floors[0]["flagged"] and floors[0]["drift_percent"] == pytest.approx(-59.9, abs=0.2)
     assert header.items(store.get(CALM)) == []  # quiet, steady, certified
@@ -105,7 +102,7 @@ def test_the_page_text_keeps_no_header(results: Path) -> None:
     assert "Before the figures" not in done.markdown and "Measured on" not in done.markdown
     shown = header.under_title(done.markdown, header.markdown(done.runs, "perf/p.md", "runs"))
     assert shown.startswith('# Perf\n\n!!! warning "Before the figures"\n')
-    assert f"(../runs/{NOISY}.md): callers: 3 of 120 windows busy, measured again" in shown
+    assert f"(../runs/{NOISY}.md): callers: the machine was busy in 3 of 120 windows" in shown
 
 
 PAGE = ("---\nruns:\n{runs}---\n\n# Perf {n}\n\n"
@@ -126,9 +123,9 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     assert logged == []
     noisy = (site / "perf/noisy/index.html").read_text(encoding="utf-8")
     box = noisy.split('<p class="admonition-title">Before the figures</p>')[1].split("</div>")[0]
-    assert box.count("<li>") == 6  # per block: busy windows, measured again, not certified
-    assert box.count(f'href="../../runs/{NOISY}/"') == 6
-    assert "3 of 120 windows busy, measured again" in box
+    assert box.count("<li>") == 4  # per block: busy windows and measured again, not certified
+    assert box.count(f'href="../../runs/{NOISY}/"') == 4
+    assert "busy in 3 of 120 windows" in box and "; 3 measured again" in box
     assert "not certified: " in box and "A/A cells clear" in box
     assert noisy.index("Perf 1") < noisy.index("Before the figures") < noisy.index("Measured on")
     # the machine named with its kernel release (`method.machine_name`): VM builds told apart

@@ -8,6 +8,7 @@ report's JSON carries the raw numbers beside the printed text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from perfpages.analysis import certification
@@ -22,6 +23,7 @@ from perfpages.analysis.method import (
 )
 from perfpages.analysis.metric import default_digits, format_number, info
 from perfpages.analysis.tidy import Tidy
+from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 
 Found = certification.Found
@@ -49,13 +51,17 @@ def metric_header(metric: str) -> str:
     return f"{metric} ({unit})" if unit else metric
 
 
-def changes(run: Run, tidy: Tidy, pairs: list[tuple[str, str]], rule: Rule) -> list[Found]:
+Chooser = Callable[[Manifest, str, set[str]], list[str]]  # a block's metrics, in order
+
+
+def changes(run: Run, tidy: Tidy, pairs: list[tuple[str, str]], rule: Rule,
+            chosen: Chooser = block_metrics) -> list[Found]:
     """(block, parameters, "other vs base", change) for every pair in every cell the block's
-    metrics with a better direction hold."""
+    metrics (those its tables show, or `chosen`'s) with a better direction hold."""
     cells = tidy.cells
     out = []
     for block, (params, present) in tidy.blocks.items():
-        metrics = [m for m in block_metrics(run.manifest, block, present)
+        metrics = [m for m in chosen(run.manifest, block, present)
                    if info(m).higher_is_better is not None]
         for pkey in params:
             for metric in metrics:

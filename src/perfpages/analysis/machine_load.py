@@ -21,38 +21,21 @@ def generator_cpu(tidy: Tidy) -> list[dict[str, Any]]:
             for (block, pkey, label, _), c in cells.items()]
 
 
-def generator_line(x: dict[str, Any]) -> str:
-    return (f"{x['block']} / {x['label']} ({x['parameters'] or '—'}): the load generator's "
-            f"busiest process used up to {x['max']:.0f} % of a core (above "
-            f"{decision.GENERATOR_BUSY_PCT:g} %): it may have set the pace, not the subject")
-
-
 def windows(run: Run) -> list[dict[str, Any]]:
     """Per block and label, what the rest of the machine did during the measured windows that
-    recorded it: the most other processes and steal took, and how many windows were busy."""
+    recorded it: the most other processes and steal took; how many windows of the rounds
+    (first attempts) ran and were busy; how many were measured again at the block's end
+    (method v2: `attempt` 2, counted instead) and were busy again. The one count of busy
+    windows: the warnings (`warnings.busy`) and the run page both state these figures."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for w in run.windows:
         if w.kind == "measure" and w.machine is not None:
             entry = out.setdefault((w.block, w.label), {
-                "block": w.block, "label": w.label, "windows": 0, "busy": 0,
-                "others_max": 0.0, "steal_max": 0.0})
-            entry["windows"] += 1
-            entry["busy"] += preflight.busy(w.machine)
+                "block": w.block, "label": w.label, "windows": 0, "busy": 0, "again": 0,
+                "busy_again": 0, "others_max": 0.0, "steal_max": 0.0})
+            first = w.attempt == 1
+            entry["windows" if first else "again"] += 1
+            entry["busy" if first else "busy_again"] += preflight.busy(w.machine)
             entry["others_max"] = max(entry["others_max"], w.machine.get("others_pct", 0.0))
             entry["steal_max"] = max(entry["steal_max"], w.machine.get("steal_pct", 0.0))
     return list(out.values())
-
-
-def warnings(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[str]:
-    """A busy preflight, and every block with windows on a busy machine."""
-    blocks: dict[str, list[dict[str, Any]]] = {}
-    for x in load:
-        blocks.setdefault(x["block"], []).append(x)
-    return [f"preflight {preflight.line(r)}" for r in records if r["busy"]] + [
-        f"{block}: the machine was busy in {sum(x['busy'] for x in xs)} of "
-        f"{sum(x['windows'] for x in xs)} windows ("
-        + ", ".join(f"{x['label']} {x['busy']}" for x in xs if x["busy"])
-        + f"; other processes up to {max(x['others_max'] for x in xs):.0f} % of a core, steal "
-        f"up to {max(x['steal_max'] for x in xs):.1f} %; busy: above {preflight.OTHERS_PCT:g} % "
-        f"or {preflight.STEAL_PCT:g} %)" for block, xs in blocks.items()
-        if any(x["busy"] for x in xs)]

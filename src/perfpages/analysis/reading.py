@@ -37,6 +37,7 @@ from perfpages.analysis.reproduction import label_pairs
 from perfpages.analysis.tidy import Tidy, median
 from perfpages.analysis.warnings import WARN, Item
 from perfpages.archive import diagnostics, preflight
+from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 from perfpages.archive.vocabulary import FAULT_METRICS, FLOOR_METRICS, PGBENCH
 from perfpages.archive.window import floor_kind
@@ -74,6 +75,9 @@ class Reading:
     runs: list[dict[str, Any]] | None = None  # labels of several runs: each run's line
     certification: list[dict[str, Any]] | None = None  # exact rules only
     pairing: list[dict[str, Any]] | None = None  # exact rules only, when any
+    # Every A/A cell as `aa_changes` found it (its rounds, `aa_json`): what the site's A/A
+    # verdicts are made of. Kept in the site's cache (`to_cache`), not in the report's JSON.
+    aa: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
@@ -98,9 +102,19 @@ class Reading:
             "machine": self.machine}
         return out
 
+    def to_cache(self) -> dict[str, Any]:
+        """`to_json` with the A/A cells' rounds: a cache entry."""
+        return {**self.to_json(), "aa": self.aa}
+
+    def aa_changes(self, rule: Rule) -> list[changes_table.Found]:
+        """The A/A changes `aa_changes` found, each decided again by `rule` on its rounds."""
+        return [(a["block"], a["parameters"], a["pair"],
+                 Change(a["metric"], _cell(a["base"]), _cell(a["other"]), rule))
+                for a in self.aa]
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Reading:
-        """A reading as `to_json` wrote it (a cache entry)."""
+        """A reading as `to_json` or `to_cache` wrote it (a cache entry)."""
         names = {f.name for f in fields(cls)} - {"items"}
         return cls(items=[Item.from_json(i) for i in data["items"]],
                    **{k: v for k, v in data.items() if k in names})
@@ -156,13 +170,59 @@ def _cost_table(title: str, params: list[str], cells: dict[Any, Any], block: str
         "pg_stat_statements, bytes on the HTTP connection."])
 
 
+def aa_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str]:
+    """The metrics a block's A/A pairs are compared on: every one it holds, its declared ones
+    first (the report keeps `block_metrics`', a page's noise floor `noise_metrics`' or the
+    one it names)."""
+    return [m for m in dict.fromkeys([*manifest.block(block).metrics, *sorted(present)])
+            if m in present]
+
+
+def noise_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str]:
+    """The metrics a page's noise floor shows of a block unless it names one: the declared
+    ones it holds, else all it holds."""
+    return [m for m in manifest.block(block).metrics or sorted(present) if m in present]
+
+
 def aa_changes(run: Run, tidy: Tidy, rule: Rule) -> list[changes_table.Found]:
     """What each A/A pair measured, cell by cell: the differences this machine and method show
-    between two identical builds, against which every other change is read."""
+    between two identical builds, against which every other change is read. The one place
+    A/A pairs are found: the report keeps those of its tables' metrics (`shown`), the site
+    filters the reading's by block and metric."""
     pairs = noise.same_builds(run.manifest)
     if not pairs:
         return []  # the usual case: no second pass over the cells
-    return changes(run, tidy, pairs, rule)
+    return changes(run, tidy, pairs, rule, aa_metrics)
+
+
+def shown(run: Run, tidy: Tidy, found: list[changes_table.Found]) -> list[changes_table.Found]:
+    """Of `found`, the cells of the metrics the report's tables show (`block_metrics`), in the
+    order `changes` lists them: block, parameters, metric, pair."""
+    order: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+    for i, (block, (params, present)) in enumerate(tidy.blocks.items()):
+        metrics = block_metrics(run.manifest, block, present)
+        order.update({(block, pkey, m): (i, j, k) for j, pkey in enumerate(params)
+                      for k, m in enumerate(metrics)})
+    kept = [f for f in found if (f[0], f[1], f[3].metric) in order]
+    return sorted(kept, key=lambda f: order[(f[0], f[1], f[3].metric)])  # stable: pairs
+
+
+def aa_json(f: changes_table.Found) -> dict[str, Any]:
+    """An A/A cell as a cache keeps it: where it is and both sides' rounds."""
+    block, pkey, pair, c = f
+    return {"block": block, "parameters": pkey, "pair": pair, "metric": c.metric,
+            "base": _cell_json(c.base), "other": _cell_json(c.other)}
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    return {"values": list(cell.values), "rounds": list(cell.rounds),
+            **({"given": list(cell.given)} if cell.given else {})}
+
+
+def _cell(data: dict[str, Any]) -> Cell:
+    given = data.get("given")
+    return Cell(tuple(data["values"]), tuple(data["rounds"]),
+                (float(given[0]), float(given[1]), int(given[2])) if given else None)
 
 
 def floors(run: Run, tidy: Tidy) -> list[dict[str, Any]]:
@@ -258,7 +318,8 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
     # An A/A pair's clear difference is the machine's noise, flagged in the noise floor: never a
     # loss that fails CI (with 3 rounds, 1 comparison in 10 would).
     twins = {f"{b} vs {a}" for a, b in noise.same_builds(m)} if not cross else set()
-    aa_found = aa_changes(run, tidy, rule) if not cross else []
+    aa_all = aa_changes(run, tidy, rule) if not cross else []
+    aa_found = shown(run, tidy, aa_all)
     aa = noise.rows(aa_found)
     certified = certification.certificates(found, aa_found) if rule.exact and not cross else []
     checks, shared = preflight.read(run.path), machine_load.windows(run)
@@ -276,7 +337,7 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
         + said.faults(tidy.cells) + said.few_rounds(found)
         + said.drift(drift, m.method.drift_threshold, rule.exact) + said.saturated(knees)
         + said.notes(notes) + said.noisy(aa, rule.exact) + said.mixed(differences)
-        + said.busy(checks, shared, run.measured if not cross else [])
+        + said.busy(checks, shared)
         + said.generator(generator)
         + (said.uncertified(rule.exact, bool(found), certified) if not cross else []))
     return Reading(
@@ -301,7 +362,7 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
         + [said.noise_line(r) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],
-        items=items,
+        items=items, aa=[aa_json(f) for f in aa_all],
         losses=[loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                 if c.clear and c.better is False and pair not in twins],
         machine=dict(m.machine))

@@ -26,7 +26,6 @@ from perfpages.analysis.method import drifted, format_percent
 from perfpages.analysis.metric import format_number
 from perfpages.archive import preflight
 from perfpages.archive.vocabulary import FAULT_METRICS, PGBENCH, SCOPE_TEXTS, WARNED_SCOPES
-from perfpages.archive.window import Window
 
 # The kinds, in rank order (an item's rank is its kind's place here).
 SCOPE, FAULTS, ROUNDS, DRIFT, SATURATED, NOTE, NOISY, MIXED, BUSY, WINDOWS, GENERATOR, \
@@ -167,31 +166,28 @@ def mixed(differences: list[str]) -> list[Item]:
     return [Item(MIXED, f"mixed runs allowed: {d}") for d in differences]
 
 
-def busy(records: list[dict[str, Any]], load: list[dict[str, Any]],
-         measured: list[Window]) -> list[Item]:
-    """A busy preflight; every block with windows on a busy machine; windows measured again
+def busy(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[Item]:
+    """A busy preflight; every block with windows on a busy machine, in one line from
+    `machine_load.windows`' counts: busy windows of the rounds, and those measured again
     (method v2 measures a cell again when the machine was busy during it)."""
     out = [Item(BUSY, f"preflight {preflight.line(r)}", str(r["block"]))
            for r in records if r["busy"]]
     blocks: dict[str, list[dict[str, Any]]] = {}
     for x in load:
         blocks.setdefault(x["block"], []).append(x)
-    out += [Item(WINDOWS,
-                 f"{block}: the machine was busy in {sum(x['busy'] for x in xs)} of "
-                 f"{sum(x['windows'] for x in xs)} windows ("
-                 + ", ".join(f"{x['label']} {x['busy']}" for x in xs if x["busy"])
-                 + f"; other processes up to {max(x['others_max'] for x in xs):.0f} % of a "
-                 f"core, steal up to {max(x['steal_max'] for x in xs):.1f} %; busy: above "
-                 f"{preflight.OTHERS_PCT:g} % or {preflight.STEAL_PCT:g} %)", block)
-            for block, xs in blocks.items() if any(x["busy"] for x in xs)]
-    counts: dict[str, list[int]] = {}  # block -> first attempts, again, busy again
-    for w in measured:
-        entry = counts.setdefault(w.block, [0, 0, 0])
-        entry[0 if w.attempt == 1 else 1] += 1
-        entry[2] += w.attempt > 1 and preflight.busy(w.machine)
-    out += [Item(WINDOWS, f"{block}: {again} of {first} windows busy, measured again"
-                 + (f"; {still} busy again" if still else ""), block)
-            for block, (first, again, still) in counts.items() if again]
+    for block, xs in blocks.items():
+        again, still = (sum(x.get(k, 0) for x in xs) for k in ("again", "busy_again"))
+        if not (again or any(x["busy"] for x in xs)):
+            continue
+        labels = ", ".join(f"{x['label']} {x['busy']}" for x in xs if x["busy"])
+        out.append(Item(
+            WINDOWS, f"{block}: the machine was busy in {sum(x['busy'] for x in xs)} of "
+            f"{sum(x['windows'] for x in xs)} windows (" + (f"{labels}; " if labels else "")
+            + f"other processes up to {max(x['others_max'] for x in xs):.0f} % of a core, "
+            f"steal up to {max(x['steal_max'] for x in xs):.1f} %; busy: above "
+            f"{preflight.OTHERS_PCT:g} % or {preflight.STEAL_PCT:g} %)"
+            + (f"; {again} measured again" + (f", {still} of them busy again" if still else "")
+               if again else ""), block))
     return out
 
 

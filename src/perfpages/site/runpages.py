@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
 from perfpages.analysis.method import machine_name
 from perfpages.analysis.warnings import summary
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest
-from perfpages.archive.preflight import line
 from perfpages.archive.reader import (
     RUN_FILE,
     Run,
@@ -37,7 +35,7 @@ from perfpages.archive.reader import (
 )
 from perfpages.archive.seal import added, added_text
 from perfpages.errors import AnalysisError, PerfpagesError
-from perfpages.site import escape, header, page
+from perfpages.site import escape, header, page, runmachine
 from perfpages.site import reproduction as repro
 from perfpages.site import store as products
 from perfpages.site.store import RunStore, cache_key, code_hash, entry_path, read_entry, write_entry
@@ -212,48 +210,7 @@ def _results(data: dict[str, Any]) -> list[str]:
     if data["drift"]:
         out += ["### Floors", "", *[escape.md(report.drift_line(d))
                                     for d in data["drift"]], ""]
-    return out + _machine(data)
-
-
-def _machine(data: dict[str, Any]) -> list[str]:
-    """The noise floor of the run's A/A pairs, its preflights and the load beside its windows
-    (nothing for runs that have none of them)."""
-    out = []
-    if data.get("noise_floor"):
-        out += ["### Noise floor", "", "Labels that ran the same build (an A/A pair): what they "
-                "differ by is the machine's and the method's noise. On a quiet machine no cell is "
-                f"clear and every round lies within ±{AA_SPREAD * 100:g} % of the pair's median.",
-                "", escape.table(
-                    ["block", "metric", "A/A pair", "changes", "clear", "largest spread"],
-                    [[escape.md(x["block"]), escape.md(x["metric"]), escape.md(x["pair"]),
-                      escape.md(x["changes"]),
-                      ("⚠ " if x["clear"] else "") + f"{x['clear']} of {x['cells']}",
-                      escape.md(f"±{x['spread_percent']:.1f} %")]
-                     for x in data["noise_floor"]]), ""]
-    if data.get("generator"):
-        out += ["### The load generator", "",
-                "Its busiest process's CPU during the measured windows, in % of one core, per "
-                f"cell: above {GENERATOR_BUSY_PCT:g} % (⚠) the generator may have set the pace, "
-                "not the subject.", "", escape.table(
-                    ["block", "parameters", "label", "median", "max"],
-                    [[escape.md(x["block"]), escape.md(x["parameters"] or "—"),
-                      escape.md(x["label"]), escape.md(f"{x['median']:.0f} %"),
-                      ("⚠ " if x["busy"] else "") + escape.md(f"{x['max']:.0f} %")]
-                     for x in data["generator"]]), ""]
-    if data.get("preflight") or data.get("machine_load"):
-        out += ["### Quiet machine", ""]
-        out += [("- ⚠ " if r["busy"] else "- ") + escape.md(line(r))
-                for r in data.get("preflight", [])] + [""]
-    if data.get("machine_load"):
-        out += ["The rest of the machine during the measured windows (CPU in % of one core):",
-                "", escape.table(["block", "label", "windows", "busy", "others (max)",
-                                  "steal (max)"],
-                                 [[escape.md(x["block"]), escape.md(x["label"]),
-                                   str(x["windows"]), ("⚠ " if x["busy"] else "") +
-                                   str(x["busy"]), escape.md(f"{x['others_max']:.0f} %"),
-                                   escape.md(f"{x['steal_max']:.1f} %")]
-                                  for x in data["machine_load"]]), ""]
-    return out
+    return out + runmachine.section(data)
 
 
 def _files(run: Run, shown: dict[str, Readable]) -> list[str]:

@@ -174,7 +174,7 @@ def reading(loaded: Loaded, run: Run | None = None) -> Reading:
     if out is None:
         out = read(run if run is not None and run.path == loaded.path else open_run(loaded.path))
         if path is not None:
-            write_entry(path, loaded.cache_key, out.to_json())
+            write_entry(path, loaded.cache_key, out.to_cache())
     loaded.memo[PRODUCT] = out
     return out
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from perfpages.analysis import certification, decision, noise
 from perfpages.analysis.decision import Change
-from perfpages.analysis.metric import info
+from perfpages.analysis.reading import noise_metrics
 from perfpages.errors import AnalysisError
+from perfpages.site import store
 from perfpages.site.pins import Found, Pins
 
 
@@ -37,28 +38,27 @@ def note(pins: Pins, alias: str, found: list[certification.Found]) -> None:
 def aa_found(pins: Pins, alias: str, block: str | None = None,
              metric: str | None = None) -> list[certification.Found]:
     """The cells of one pinned run's A/A pairs as (block, parameters, pair, change); [] for a
-    run without a pair. Without `metric`, each block's declared metrics that have a better
-    direction."""
+    run without a pair. Found by the run's reading (`reading.aa_changes`, the one place A/A
+    pairs are found), decided by the run's rule and kept here in the order the site lists them:
+    block, metric, pair, parameters. Without `metric`, each block's `noise_metrics`."""
     loaded = pins.runs[alias]
-    pairs = noise.same_builds(loaded.manifest)
-    blocks = [block] if block else list(dict.fromkeys(r.block for r in loaded.cells))
-    found = []
-    for b in blocks if pairs else []:
+    pairs = [f"{other} vs {base}" for base, other in noise.same_builds(loaded.manifest)]
+    if not pairs or not loaded.cells:
+        return []
+    key = ("aa-found",)
+    if key not in loaded.memo:
+        groups: dict[tuple[str, str, str], list[certification.Found]] = {}
+        for f in store.reading(loaded).aa_changes(pins.rule(alias)):
+            groups.setdefault((f[0], f[3].metric, f[2]), []).append(f)
+        loaded.memo[key] = groups
+    found: dict[tuple[str, str, str], list[certification.Found]] = loaded.memo[key]
+    out = []
+    for b in [block] if block else list(dict.fromkeys(r.block for r in loaded.cells)):
         present = {r.metric for r in loaded.cells if r.block == b}
-        declared = loaded.manifest.blocks[b].metrics if b in loaded.manifest.blocks else ()
-        metrics = [metric] if metric else [m for m in declared or sorted(present) if m in
-                                           present and info(m).higher_is_better is not None]
-        for m in metrics:
-            for base, other in pairs:
-                try:
-                    cells = pins.pairs(base, other, metric=m, run=alias, block=b)
-                except AnalysisError:
-                    if block and metric:
-                        raise
-                    continue  # a block that ran one label of the pair only
-                found += [(b, x.parameters, f"{other} vs {base}",
-                           Change(m, x.cell, y.cell, pins.rule(alias))) for x, y in cells]
-    return found
+        for m in [metric] if metric else noise_metrics(loaded.manifest, b, present):
+            for pair in pairs:
+                out += found.get((b, m, pair), [])
+    return out
 
 
 def noise_rows(pins: Pins, alias: str, block: str | None, metric: str | None) -> list[noise.Row]:
@@ -70,7 +70,8 @@ def noise_rows(pins: Pins, alias: str, block: str | None, metric: str | None) ->
     found = aa_found(pins, alias, block, metric)
     if not found:
         raise AnalysisError(f"no cells of run {alias!r} hold both labels of an A/A pair",
-                            fix="check block= and metric= against `invoke bench.report`")
+                            fix="check block= and metric= (one with a better direction) against "
+                                "`invoke bench.report`")
     note(pins, alias, found)
     return noise.rows(found)
 
