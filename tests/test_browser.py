@@ -23,7 +23,7 @@ from perfpages.site import viewport
 from perfpages.site.viewport import SMALLEST_TEXT_PX, WIDTHS, Layout
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 pytest.importorskip("playwright", reason="Playwright for Python (the dev extra)")
 pytestmark = pytest.mark.browser
@@ -98,11 +98,45 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def measured(site: Path) -> Iterator[Measured]:
-    with viewport.served(site) as base, viewport.browser() as chrome, \
-            viewport.viewer(chrome, 1280, "light") as wide, \
+def chrome() -> Iterator[Browser]:
+    with viewport.browser() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def measured(site: Path, chrome: Browser) -> Iterator[Measured]:
+    with viewport.served(site) as base, viewport.viewer(chrome, 1280, "light") as wide, \
             viewport.viewer(chrome, 390, "light") as narrow:
         yield Measured(base, {1280: wide, 390: narrow})
+
+
+# A page made to fail every check, in the theme's markup: a 300 px column; a table too wide, one
+# as wide in a scroll box of its own, one in a closed <details>; a chart drawn at half its size;
+# a card wider than the phone; the short answer's number 900 px down.
+MADE = """<!doctype html><html><body style="margin:0">
+<article class="md-content__inner md-typeset" style="width:300px;padding:0 10px;margin:0">
+<h2>The short answer</h2><p style="margin-top:900px">A 12 % gain.</p>
+<table style="width:500px"><tr><td>a</td></tr></table>
+<div style="overflow-x:auto"><table style="width:500px"><tr><td>b</td></tr></table></div>
+<details><summary>more</summary><table style="width:400px"><tr><td>c</td></tr></table></details>
+<figure class="perfpages-chart"><svg viewBox="0 0 640 340" width="320" font-size="13">
+<text x="10" y="20">tick</text><text x="10" y="40" font-size="26">title</text></svg></figure>
+<div class="perfpages-card" style="width:500px">card</div>
+</article></body></html>"""
+
+
+def test_the_measure_on_a_page_made_to_fail(chrome: Browser, tmp_path: Path) -> None:
+    (tmp_path / "made").mkdir()
+    (tmp_path / "made" / "index.html").write_text(MADE)
+    with viewport.served(tmp_path) as base, viewport.viewer(chrome, 390, "light") as tab:
+        layout = viewport.measure(tab, base, "made/", 390, "light")
+    assert layout.column == 300
+    assert [(t.index, t.width, t.scrolled) for t in layout.tables] == [
+        (0, 500, False), (1, 500, True), (2, 400, False)]
+    assert [t.index for t in layout.overflowing] == [0, 2] and len(layout.wide) == 3
+    assert layout.texts == [("tick", 6.5), ("title", 13.0)]  # 13 and 26 px at half size
+    assert [c["cut"] for c in layout.cards] == [True]
+    assert layout.answer is not None and 900 < layout.answer < 1000
 
 
 def test_every_shipped_page_is_checked(site: Path) -> None:
