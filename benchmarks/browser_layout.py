@@ -67,11 +67,11 @@ def main() -> None:
     for width in viewport.WIDTHS:
         at = [lay for lay in layouts if lay.width == width]
         texts = [lay.smallest_text for lay in at if lay.smallest_text is not None]
+        small = sum(t < viewport.SMALLEST_TEXT_PX for t in texts)
         print(f"\n{width} px: {sum(len(lay.overflowing) for lay in at)} tables too wide without "
               f"their own scroll box on {sum(bool(lay.overflowing) for lay in at)} of {len(at)} "
               f"pages; smallest chart text {min(texts, default=0):.1f} px; chart text below "
-              f"{viewport.SMALLEST_TEXT_PX:g} px on "
-              f"{sum(t < viewport.SMALLEST_TEXT_PX for t in texts)} pages")
+              f"{viewport.SMALLEST_TEXT_PX:g} px on {small} of {len(texts)} pages with charts")
     print(f"\n{len(layouts)} page loads in {seconds:.0f} s")
 
 
