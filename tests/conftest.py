@@ -12,9 +12,10 @@ controller's TMPDIR and makes its root inside it (`perfpages-tests-gw0-…`), so
 whole tree when any worker left a server running. Tests are handed out a file at a time
 (`--dist loadfile` in pyproject.toml): a module-scoped fixture (a replay several tests read) is
 built once, by the one worker that runs that file. The heaviest files go first (tests marked
-`postgres` or `network` weigh most): the last file handed out is a light one, so no worker
-waits long for the other at the end. A test that starts PostgreSQL or installs from PyPI must
-carry its marker, for this as for the fast loop (`-m "not postgres and not network"`).
+`postgres`, `network` or `browser` weigh most): the last file handed out is a light one, so no
+worker waits long for the other at the end. A test that starts PostgreSQL or installs from PyPI must
+carry its marker, for this as for the fast loop (`-m "not postgres and not network and not
+browser"`).
 
 The cache (PERFPAGES_CACHE) stays shared between sessions, decided per subdirectory:
 - pg/: the embedded PostgreSQL binaries, keyed by wheel version, published by an atomic rename;
@@ -70,8 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # A test marked postgres or network takes from ten seconds to minutes (a replay, a venv from
-# PyPI; test_adopt does both), the others a tenth of a second to a few: weights in that ratio.
-HEAVY = ("postgres", "network")
+# PyPI; test_adopt does both), a browser one a second or two each after a site build of a
+# minute, the others a tenth of a second to a few: weights in that ratio.
+HEAVY = ("postgres", "network", "browser")
 HEAVY_WEIGHT = 400  # per heavy marker; 1 for every test
 
 

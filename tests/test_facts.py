@@ -14,6 +14,7 @@ from perfpages.archive.reader import open_run
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError
+from perfpages.site import runpages
 from perfpages.site.claims import Conditions
 from perfpages.site.facts import Facts, lookup
 from perfpages.site.page import render
@@ -36,6 +37,11 @@ PLAN = [{"Plan": {"Node Type": "Index Scan", "Relation Name": "t", "Index Name":
          "Planning Time": 0.05, "Execution Time": 0.031}]
 
 
+# as archived by a run on a build machine: its directories are of no use to a reader
+MACHINE_COMMAND = ("perfpages bench.run --suite demo --suites /home/ci/repo/benchmarks "
+                   "--results=/home/ci/repo/results --labels v1.0 /home/ci/repo/extra.sql")
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The synthetic runs, plus one whose v1.1 label carries settings, whose floor after the
@@ -45,8 +51,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     labels = dict(demo.manifest.labels)
     labels["v1.1"] = replace(labels["v1.1"], pg_settings={"shared_buffers": "1GB",
                                                          "max_parallel_workers": "32"})
-    with ArchiveWriter.create(root, replace(demo.manifest, id=SIZED, labels=labels,
-                                            files={})) as writer:
+    with ArchiveWriter.create(root, replace(demo.manifest, id=SIZED, labels=labels, files={},
+                                            command=MACHINE_COMMAND)) as writer:
         for w in demo.windows:
             if w.kind == "floor" and w.block == "callers" and w.params["position"] == "after":
                 w = replace(w, metrics={"tps": w.metrics["tps"] * 2})
@@ -83,6 +89,13 @@ def test_fact_prints_run_json_values(results: Path) -> None:
     assert f.false_positive_rate() == "0.79 %"  # 5 rounds: 2/C(10,5)
     with pytest.raises(AnalysisError, match="no 'gpu' under machine"):
         f.fact("machine.gpu")
+
+
+def test_the_command_prints_as_a_reader_types_it(results: Path) -> None:
+    typed = "perfpages bench.run --suite demo --labels v1.0 extra.sql"
+    assert facts(results, SIZED).fact("command") == typed
+    page = runpages.render(open_run(results / SIZED), "https://x.org/")
+    assert "/home/ci" not in page and page.count(typed) == 2  # the command row, the replay
 
 
 def test_fact_counts_a_mapping_or_a_list(results: Path) -> None:

@@ -55,3 +55,25 @@ def table(columns: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+# Options whose archived value is a directory of the machine that ran the suite: from the
+# repository a reader types the command without them (the configured directories apply).
+_MACHINE_DIRS = ("--suites", "--results")
+
+
+def typed(command: str) -> str:
+    """An archived command line as a reader types it in their checkout: no option naming the
+    build machine's directories, any other absolute path by its name only."""
+    words, out = command.split(" "), []
+    while words:
+        word = words.pop(0)
+        option, eq, value = word.partition("=")
+        if not eq and words:
+            value = words[0]
+        if option in _MACHINE_DIRS and value.startswith("/"):
+            if not eq:
+                words.pop(0)
+            continue
+        out.append(word.rsplit("/", 1)[1] or word if word.startswith("/") else word)
+    return " ".join(out)

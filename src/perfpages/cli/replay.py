@@ -75,7 +75,7 @@ def print_reproduction(results_dir: Path, ref: str, other: str | None, fmt: str,
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     elif fmt == "md":
         sys.stdout.write(f"# Reproduction of {prose(original.name)} by {prose(second.name)}\n\n"
-                         + repro.markdown(data, full=True, esc=prose))
+                         + repro.markdown(data, full=True, esc=prose, lines=True))
     else:
         print_terminal(data, console)
     sys.stdout.flush()  # the report first, then why the command fails

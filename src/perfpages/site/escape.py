@@ -5,6 +5,6 @@ The helpers live in `perfpages.analysis.text`, shared with `bench report --forma
 
 from __future__ import annotations
 
-from perfpages.analysis.text import code, fence, md, prose, span, table
+from perfpages.analysis.text import code, fence, md, prose, span, table, typed
 
-__all__ = ["code", "fence", "md", "prose", "span", "table"]
+__all__ = ["code", "fence", "md", "prose", "span", "table", "typed"]

@@ -193,6 +193,8 @@ class Facts:
         label = loaded.manifest.labels.get(key.removeprefix("labels.").removesuffix(".pin"))
         if label is not None and key == f"labels.{label.name}.pin":
             return escape.md(label.pin.describe())  # a pin reads as everywhere else
+        if key == "command":  # as a reader types it, not the build machine's directories
+            value = escape.typed(str(value))
         return escape.md(text(value, digits, percent, group=False))
 
     def false_positive_rate(self, *, run: str | None = None) -> str:

@@ -158,8 +158,10 @@ def with_claims(data: dict[str, Any], items: list[dict[str, Any]],
             "lines": [*data["lines"], line]}
 
 
-def where(item: Mapping[str, Any]) -> str:
-    return f"{item['page']}:{item['line']}" if item["line"] is not None else item["page"]
+def where(item: Mapping[str, Any], line: bool = True) -> str:
+    """The claim's page (and line: a terminal's reader opens it; a site's reader has no use)."""
+    return f"{item['page']}:{item['line']}" if line and item["line"] is not None \
+        else item["page"]
 
 
 def side(condition: Mapping[str, Any] | None) -> str:
@@ -168,8 +170,9 @@ def side(condition: Mapping[str, Any] | None) -> str:
     return f"{_holds(condition)} (expected {condition['expected']}, data {condition['data']})"
 
 
-def failures(data: Mapping[str, Any]) -> list[str]:
-    """A line per claim that does not hold on the second run, naming both values."""
+def failures(data: Mapping[str, Any], line: bool = True) -> list[str]:
+    """A line per claim that does not hold on the second run, naming both values (`line`: its
+    page's line, for a terminal)."""
     out = []
     name = data["name"]
     for item in data["claims"]["items"]:
@@ -177,9 +180,9 @@ def failures(data: Mapping[str, Any]) -> list[str]:
         if item["reproduces"]:
             continue
         if not item["sentence"]:
-            out.append(f"{where(item)}: {item['reason']}")
+            out.append(f"{where(item, line)}: {item['reason']}")
             continue
-        head = f"{where(item)}: \"{item['sentence']}\" — "
+        head = f"{where(item, line)}: \"{item['sentence']}\" — "
         if one and two and one["expected"] == two["expected"]:
             out.append(f"{head}expected {one['expected']}; data on the original: {one['data']}"
                        f" ({_holds(one)}); on {name}: {two['data']} ({_holds(two)})")
@@ -193,9 +196,9 @@ def _holds(condition: Mapping[str, Any] | None) -> str:
     return "—" if condition is None else "holds" if condition["holds"] else "does not hold"
 
 
-def claim_rows(data: Mapping[str, Any]) -> list[list[str]]:
+def claim_rows(data: Mapping[str, Any], line: bool = True) -> list[list[str]]:
     """A row per claim: where, the sentence, whether it holds on each run."""
-    return [[where(i), i["sentence"] or i["reason"] or "", _holds(i["original"]),
+    return [[where(i, line), i["sentence"] or i["reason"] or "", _holds(i["original"]),
              _holds(i["second"])] for i in data["claims"]["items"]]
 
 
@@ -203,7 +206,7 @@ def condition(data: Mapping[str, Any], at_least: float) -> Condition:
     """`reproduced(original, second, at_least=…)`: at least that share of the claims of the
     pages pinning the original hold on the second run (decision.share_holds)."""
     claims = data["claims"]
-    wrong = failures(data)
+    wrong = failures(data, line=False)
     listing = "; ".join(wrong[:SHOWN]) + (f"; … and {len(wrong) - SHOWN} more"
                                           if len(wrong) > SHOWN else "")
     return Condition(decision.share_holds(claims["held"], claims["total"], at_least),
@@ -214,9 +217,10 @@ def condition(data: Mapping[str, Any], at_least: float) -> Condition:
 
 
 def markdown(data: Mapping[str, Any], *, level: int = 2, full: bool = False,
-             esc: Callable[[object], str] = escape.md) -> str:
+             esc: Callable[[object], str] = escape.md, lines: bool = False) -> str:
     """The report as Markdown under `level` headings: summary, then (full) every cell, change
-    and claim, or only what did not reproduce."""
+    and claim, or only what did not reproduce; `lines`: claims by page and line (a terminal's
+    report), else by page only (a site has no use for the source's line numbers)."""
     head = "#" * level
     out = analysis.to_markdown(data, level=level, full=full, esc=esc)
     claims = data["claims"]
@@ -226,8 +230,8 @@ def markdown(data: Mapping[str, Any], *, level: int = 2, full: bool = False,
         if full:
             out += [escape.table([esc(c) for c in ("claim", "sentence", "original",
                                                    analysis.second_column(data))],
-                                 [[esc(c) for c in row] for row in claim_rows(data)]), ""]
-        wrong = failures(data)
+                                 [[esc(c) for c in row] for row in claim_rows(data, lines)]), ""]
+        wrong = failures(data, lines)
         if wrong:
             out += [esc("Not reproduced:"), "", *[f"- {esc(line)}" for line in wrong], ""]
     return "\n".join(out).rstrip() + "\n"

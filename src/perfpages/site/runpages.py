@@ -122,7 +122,7 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None,
     from perfpages.analysis.cite import cite
     from perfpages.analysis.reading import read  # only when a page is not in the cache
 
-    m = run.manifest
+    m, command = run.manifest, escape.typed(run.manifest.command)  # as a reader types it
     seen = seen or (read(run) if run.measured else None)
     data = seen.to_json() if seen is not None else None
     # The theme prints a page's title unescaped in <title>: give it one that is already escaped.
@@ -137,7 +137,7 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None,
     out += [_rows([("run", escape.code(m.id)), ("status", escape.md(m.status)),
                    ("started", escape.md(m.started)), ("ended", escape.md(m.ended or "—")),
                    ("suite", escape.md(f"{m.suite} ({m.scope})")),
-                   ("command", escape.code(m.command)), ("harness", escape.md(harness)),
+                   ("command", escape.code(command)), ("harness", escape.md(harness)),
                    ("format", escape.md(f"perfpages-run v{m.format_version}")),
                    *_sealed_later(run)]), ""]
     out += ["## Pins", "", escape.table(
@@ -173,7 +173,7 @@ def render(run: Run, site_url: str, shown: dict[str, Readable] | None = None,
         out += ["## Cite", "", "Paste into a pull request (`invoke bench.cite` prints the same):",
                 "", escape.fence(cite(run, site_url, data), "markdown"), ""]
     out += ["## Replay", "", "The command that made this run, and the check of its archive:", "",
-            escape.fence(f"{m.command}\ninvoke bench.verify --run {m.id}", "bash"), ""]
+            escape.fence(f"{command}\ninvoke bench.verify --run {m.id}", "bash"), ""]
     if run.notes:
         out += ["## Notes", "", *[f"- {escape.md(n)}" for n in run.notes], ""]
     return "\n".join(out)
