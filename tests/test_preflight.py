@@ -94,6 +94,9 @@ def test_the_wait_limit() -> None:
     assert preflight.wait_limit(None, "full") == preflight.wait_limit(None, "quick") == 60
     assert preflight.wait_limit(None, "test") == 0  # the tests' own tiny runs never wait
     assert preflight.wait_limit(3, "test") == 3 and preflight.wait_limit(0, "full") == 0
+    # ... and sample a quarter as long: the record is kept, nobody waits on it
+    assert preflight.sample_seconds("full") == preflight.sample_seconds("quick") == 2.0
+    assert preflight.sample_seconds("test") == 0.5
 
 
 def writer_for(tmp_path: Path) -> ArchiveWriter:

@@ -24,7 +24,7 @@ from perfpages.run.builds import Build
 from perfpages.run.clusters import Clusters
 from perfpages.run.delay import Crossing, DelayProxy
 from perfpages.run.postgres import Server, Target
-from perfpages.run.preflight import Watch, wait_limit
+from perfpages.run.preflight import Watch, sample_seconds, wait_limit
 from perfpages.run.suite import HttpCase, Suite
 
 Step = Callable[[str, float], None]  # progress: what is running, seconds of the estimate done
@@ -108,7 +108,8 @@ class Session:
                   step: Step) -> None:
         """Before a block: is the machine quiet? (waits up to `wait_s`; archived either way)"""
         self.watch.external_server = self.clusters.dsn is not None
-        self.watch.check(block, writer, wait_limit(wait_s, scope), lambda text: step(text, 0))
+        self.watch.check(block, writer, wait_limit(wait_s, scope), lambda text: step(text, 0),
+                         sample_seconds(scope))
 
     def close(self) -> None:
         self.watch.close()

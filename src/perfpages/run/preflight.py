@@ -33,6 +33,7 @@ from perfpages.archive import preflight as rule
 from perfpages.archive.writer import ArchiveWriter, utc_now
 
 SAMPLE_S = 2.0  # one preflight sample: long enough to see a process that wakes every second
+TEST_SAMPLE_S = 0.5  # a `test`-scope run never waits, so its sample only has to be recorded
 RECHECK_S = 5.0  # while busy: sleep this long, then sample again
 DEFAULT_WAIT_S = 60.0  # the longest a block waits for a quiet machine (--preflight-wait)
 TICK_S = 0.5  # the window sampler's period
@@ -256,17 +257,18 @@ class Watch:
         return found
 
     def check(self, block: str, writer: ArchiveWriter, wait_s: float,
-              note: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
-        """The preflight before `block`: sample, and while busy wait up to `wait_s` seconds
-        (`note` says why); archived either way."""
+              note: Callable[[str], None] = lambda text: None,
+              sample_s: float = SAMPLE_S) -> dict[str, Any]:
+        """The preflight before `block`: sample for `sample_s`, and while busy wait up to
+        `wait_s` seconds (`note` says why); archived either way."""
         self.start()
         note(f"{block}: preflight")
-        found, checks = sample(external_server=self.external_server), 1
+        found, checks = sample(sample_s, external_server=self.external_server), 1
         began, waited = time.monotonic(), 0.0
         while found["reasons"] and waited < wait_s:  # then one last look
             note(f"{block}: waiting for a quiet machine ({found['reasons'][0]})")
             time.sleep(min(RECHECK_S, wait_s - waited))
-            found, checks = sample(external_server=self.external_server), checks + 1
+            found, checks = sample(sample_s, external_server=self.external_server), checks + 1
             waited = time.monotonic() - began
         record = {"time": utc_now(), "block": block, **found, "waited_s": round(waited, 1),
                   "checks": checks, "busy": bool(found["reasons"])}
@@ -292,3 +294,10 @@ def wait_limit(given: float | None, scope: str) -> float:
     if given is not None:
         return given
     return 0.0 if scope == "test" else DEFAULT_WAIT_S
+
+
+def sample_seconds(scope: str) -> float:
+    """How long a preflight samples: two seconds, but half of one in a test run (a tiny suite
+    made by the tests, which never waits): each of the test suite's blocks spent its two
+    seconds asleep here."""
+    return TEST_SAMPLE_S if scope == "test" else SAMPLE_S
