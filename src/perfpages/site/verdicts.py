@@ -16,6 +16,7 @@ from perfpages.analysis import certification, decision, noise
 from perfpages.analysis.decision import Change
 from perfpages.analysis.metric import info
 from perfpages.errors import AnalysisError
+from perfpages.site import agreement
 from perfpages.site.pins import Found, Pins
 
 
@@ -23,8 +24,9 @@ def judge(pins: Pins, a: Found, b: Found, metric: str) -> Change:
     """The change of cell `b` over cell `a`, by the rule of `a`'s run, noted in the page's
     ledger."""
     change = Change(metric, a.cell, b.cell, pins.rule(a.run))
-    pins.judged[(a.run, a.block, a.parameters, a.label, b.run, b.parameters, b.label,
-                 metric)] = change
+    key = (a.run, a.block, a.parameters, a.label, b.run, b.parameters, b.label, metric)
+    pins.judged[key] = change
+    pins.lines.setdefault(key, agreement.template_line())  # what the site-wide check names
     return change
 
 
