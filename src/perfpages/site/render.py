@@ -56,7 +56,8 @@ def site_page(markdown: str, meta: dict[str, Any], *, src_uri: str, shown: str, 
                        store=store, source=source, docs=docs)
     superseded = version.superseded(meta, shown)
     # Outside the page's snapshot: what is known of its runs now, and their machine
-    top = header.markdown(done.runs, src_uri, runpage.PREFIX if run_pages else None)
+    top = header.markdown(done.runs, src_uri, runpage.PREFIX if run_pages else None,
+                          done.claims)
     text = header.under_title(done.markdown, top)
     if older is not None:
         text = version.banner(*older, src_uri, superseded) + text
