@@ -11,6 +11,8 @@ import pytest
 from perfpages.errors import PerfpagesError
 from perfpages.site import agreement, versions
 from perfpages.site.agreement import Stated
+from perfpages.site.config import Site
+from perfpages.site.render import render_site
 from perfpages.testing import Spec, generate
 from sites import Failed, build_site
 
@@ -65,6 +67,19 @@ def test_two_live_pages_that_disagree_fail_the_build(results: Path, tmp_path: Pa
     assert "docs/perf/gain.md:9" in lines[0] and "docs/perf/loss.md:9" in lines[0]
     assert "clear gain" in lines[0] and "clear loss" in lines[0]
     assert "Traceback" not in lines[0]
+
+
+def test_perfpages_render_runs_the_same_check(results: Path, tmp_path: Path) -> None:
+    """`perfpages render` (strict) fails on the same line, once, with no page written."""
+    pages = {"index.md": "# Home\n", "perf/gain.md": _page(GAIN_RUN, "Gain"),
+             "perf/loss.md": _page(LOSS_RUN, "Loss")}
+    with pytest.raises(Failed):
+        build_site(tmp_path, pages, results)  # writes docs/ and mkdocs.yml, then fails
+    done = render_site(Site.load(tmp_path / "mkdocs.yml"), tmp_path / "rendered")
+    lines = [w for w in done.warnings if "two live pages must agree" in w]
+    assert done.problems == [] and len(lines) == 1
+    assert "docs/perf/gain.md:9" in lines[0] and "docs/perf/loss.md:9" in lines[0]
+    assert not (tmp_path / "rendered").exists()
 
 
 def test_pages_that_agree_or_are_superseded_pass(results: Path, tmp_path: Path) -> None:
