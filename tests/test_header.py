@@ -199,3 +199,18 @@ def test_a_superseded_version_says_what_it_got_wrong(results: Path, tmp_path: Pa
     message = "\n".join(failed.value.messages)
     assert "docs/perf/v1.md" in message and "superseded" in message
     assert "Traceback" not in message
+
+
+def test_a_block_resolves_one_figure_on_the_page_and_its_run_page(results: Path) -> None:
+    """The resolution a page's certification table states for a block is its run page's (every
+    comparison of the block), whatever the page's claims or tables happen to show."""
+    body = ("# Perf\n\n{{ claim('Changed is faster.', faster('base', 'changed', "
+            "block='callers', where={'call': 'page'})) }}\n\n{{ certification() }}\n")
+    done = render(body, {"runs": {"new": CALM}}, path="p.md", offset=0,
+                  store=RunStore(results))
+    loaded = done.runs["new"]
+    lines = {c["block"]: str(c["line"]) for c in store_module.reading(loaded).certification or []}
+    rows = [r for r in done.markdown.splitlines() if r.startswith("| callers")]
+    assert lines and len(rows) == 1
+    stated = lines["callers"].split("resolves ")[1]
+    assert f"| {stated} |" in rows[0].replace("&#95;", "_")
