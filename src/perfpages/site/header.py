@@ -67,8 +67,11 @@ def _certified(runs: Mapping[str, Loaded]) -> tuple[str, dict[tuple[str, str], b
                 else ""
             blocks = ", ".join(escape.md(str(c["block"])) for c in good)
             done.append(f"{escape.code(alias)} {blocks}{level}")
+    whole = [f"{escape.code(alias)}: {escape.md(i.text)}" for alias, loaded in runs.items()
+             for i in items(loaded) if i.kind == warnings.UNCERTIFIED and i.block is None]
     shown = "; ".join(done) if done else "none"
-    return f"    - **Certified by their A/A pair:** {shown}.", status
+    return (f"    - **Certified by their A/A pair:** {shown}"
+            + (f" ({'; '.join(whole)})" if whole else "") + ".", status)
 
 
 def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
@@ -106,13 +109,13 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         unpaired = [i.block for i in items(loaded) if i.kind == warnings.UNCERTIFIED
                     and i.block is not None and i.text.startswith(f"{i.block}: {NO_PAIR}")]
         for i in items(loaded):
-            if i.block in unpaired and i.kind == warnings.UNCERTIFIED:
-                continue
+            if i.kind == warnings.UNCERTIFIED and (i.block is None or i.block in unpaired):
+                continue  # said by the certification line, or in one line below
             (first if i.kind in CONCLUSIVE else rest).append(f"    - {link}: {escape.md(i.text)}")
         if unpaired:
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
                         f"{', '.join(escape.md(str(b)) for b in unpaired)}")
-    if not first and not rest:
+    if not any(items(loaded) for loaded in runs.values()):
         return ""
     line, status = _certified(runs)
     first = _uncertified_claims(claims, links, status) + first
