@@ -120,7 +120,8 @@ def build_site(project: Path, pages: dict[str, str], results: Path, *, strict: b
     config = {
         "site_name": "test", "site_url": "https://example.org/",
         "theme": {"name": "material", "font": False},
-        "markdown_extensions": ["admonition", "tables", "attr_list", "pymdownx.superfences"],
+        "markdown_extensions": ["admonition", "tables", "attr_list", "pymdownx.superfences",
+                                "pymdownx.details"],
         "plugins": ["search", {"perfpages": {"results": str(results), "run_pages": run_pages}}],
     }
     if nav is not None:

@@ -122,8 +122,13 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     site, logged = build_site(tmp_path, pages, results)
     assert logged == []
     noisy = (site / "perf/noisy/index.html").read_text(encoding="utf-8")
-    box = noisy.split('<p class="admonition-title">Before the figures</p>')[1].split("</div>")[0]
-    assert box.count("<li>") == 4  # per block: busy windows and measured again, not certified
+    box = noisy.split('<p class="admonition-title">Before the figures</p>')[1].split(
+        "</div>")[0]
+    # First what changes a conclusion (nothing here) and which blocks are certified; the rest
+    # (per block: busy windows and measured again, not certified) folded with its count.
+    shown, folded = box.split("<details", 1)
+    assert shown.count("<li>") == 1 and "Certified by their A/A pair:</strong> none" in shown
+    assert "4 more about these runs" in folded and folded.count("<li>") == 4
     assert box.count(f'href="../../runs/{NOISY}/"') == 4
     assert "busy in 3 of 120 windows" in box and "; 3 measured again" in box
     assert "not certified: " in box and "A/A cells clear" in box
@@ -139,6 +144,25 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     assert "on Intel Xeon (synthetic), 4 cores, 16 GiB" in both
     assert "Figures from different runs are not comparable as numbers." in both
     assert "no A/A pair: no block is certified" in both
+
+
+def test_the_box_ranks_claims_on_uncertified_blocks_first(results: Path) -> None:
+    """A claim resting on a block its A/A pair does not certify comes first, with its line;
+    the certified blocks are one line; the rest is folded with its count. A run with nothing
+    to say (every block certified, a quiet machine) has no box."""
+    body = ("# Perf\n\n{{ claim('Changed is faster.', faster('base', 'changed', "
+            "block='callers')) }}\n")
+    store = RunStore(results)
+    done = render(body, {"runs": {"new": NOISY}}, path="p.md", offset=4, store=store)
+    box = header.box(done.runs, "perf/p.md", "runs", done.claims)
+    first, folded = box.split("??? note")
+    assert first.count("    - ") == 2
+    assert f"[<code>new</code>](../runs/{NOISY}.md): 1 claim (line 7) rests on block callers, " \
+        "which no A/A pair certifies: read it as unconfirmed" in first
+    assert "Certified by their A/A pair:** none." in first
+    assert '"4 more about these runs"' in folded and folded.count("        - ") == 4
+    done = render(body, {"runs": {"new": CALM}}, path="p.md", offset=4, store=store)
+    assert header.box(done.runs, "perf/p.md", "runs", done.claims) == ""
 
 
 def test_runs_index_has_machine_and_warnings(results: Path, tmp_path: Path) -> None:
@@ -174,3 +198,18 @@ def test_a_superseded_version_says_what_it_got_wrong(results: Path, tmp_path: Pa
     message = "\n".join(failed.value.messages)
     assert "docs/perf/v1.md" in message and "superseded" in message
     assert "Traceback" not in message
+
+
+def test_a_block_resolves_one_figure_on_the_page_and_its_run_page(results: Path) -> None:
+    """The resolution a page's certification table states for a block is its run page's (every
+    comparison of the block), whatever the page's claims or tables happen to show."""
+    body = ("# Perf\n\n{{ claim('Changed is faster.', faster('base', 'changed', "
+            "block='callers', where={'call': 'page'})) }}\n\n{{ certification() }}\n")
+    done = render(body, {"runs": {"new": CALM}}, path="p.md", offset=0,
+                  store=RunStore(results))
+    loaded = done.runs["new"]
+    lines = {c["block"]: str(c["line"]) for c in store_module.reading(loaded).certification or []}
+    rows = [r for r in done.markdown.splitlines() if r.startswith("| callers")]
+    assert lines and len(rows) == 1
+    stated = lines["callers"].split("resolves ")[1]
+    assert f"| {stated} |" in rows[0].replace("&#95;", "_")

@@ -30,7 +30,7 @@ from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape
 from perfpages.site.claims import Claim, Condition
 from perfpages.site.pins import Pins
-from perfpages.site.verdicts import Judged, aa_found
+from perfpages.site.verdicts import Judged, aa_found, block_resolution
 
 OPTIONS = ("holm",)
 
@@ -171,6 +171,13 @@ def certification_table(pins: Pins, claims: list[Claim], run: str | None,
         exact = pins.rule(alias).exact
         certified = ("yes" if c.certified else "no") + f" ({c.why})" if exact else \
             "no (a run archived before method v2 states no resolution)"
+        # What the block resolves, as its run's page states it (every comparison of the
+        # block): one figure per block wherever it is shown
+        stated = block_resolution(pins, alias, c.block)
+        if stated is not None:
+            c = replace(c, resolution=stated[0], metric=stated[1])
+            if c.holm:
+                c = replace(c, headline=stated[2], headline_metric=stated[3])
         body.append([escape.md(alias)] * several + [
             escape.md(c.block), escape.md(c.aa_text),
             escape.md(c.resolution_text.removeprefix("resolves ")),

@@ -10,15 +10,17 @@ known about its runs. A run's reading is made once per run and cached beside its
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
+from perfpages.analysis import warnings
 from perfpages.analysis.method import machine_name
 from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 from perfpages.archive.vocabulary import SCOPE_TEXTS, SCOPE_TITLES
 from perfpages.site import escape
+from perfpages.site.claims import Claim
 from perfpages.site.macros import source_link
 from perfpages.site.store import Loaded, reading
 
@@ -36,17 +38,89 @@ def _link(alias: str, run_id: str, page_src: str | None, run_pages: str | None) 
     return f"[{escape.code(alias)}]({quote(target)})"
 
 
-def box(runs: Mapping[str, Loaded], page_src: str | None = None,
-        run_pages: str | None = None) -> str:
-    """One `!!! warning` listing every pinned run's warnings ("" when there are none); each
-    links its run's page when `page_src` (the page under docs/) and `run_pages` (where run pages
-    are, runpages.PREFIX) are given."""
-    lines = []
+# What changes a conclusion: shown first, above the fold (at most FIRST lines with the
+# certification line); everything else the runs' readings say is folded below.
+CONCLUSIVE = (warnings.SCOPE, warnings.FAULTS, warnings.DRIFT, warnings.MIXED)
+FIRST = 5
+NO_PAIR = "not certified: no A/A pair"
+
+
+def _certified(runs: Mapping[str, Loaded]) -> tuple[str, dict[tuple[str, str], bool]]:
+    """The one line saying which blocks are certified at what level, and per (alias, block)
+    whether it is (blocks of runs decided by the ranges rule, or without a pair, are not)."""
+    done: list[str] = []
+    status: dict[tuple[str, str], bool] = {}
     for alias, loaded in runs.items():
-        link = _link(alias, loaded.manifest.id, page_src, run_pages)
-        lines += [f"    - {link}: {escape.md(i.text)}" for i in items(loaded)]
-    return _listed("warning", "Before the figures", "What is known about the runs this page "
-                   "pins (each run's page has the details):", lines)
+        read = reading(loaded)
+        for c in read.certification or []:
+            status[alias, str(c["block"])] = bool(c["certified"])
+        good = [c for c in read.certification or [] if c["certified"]]
+        if good:
+            level = f" at {good[0]['certify_alpha'] * 100:g} %" if "certify_alpha" in good[0] \
+                else ""
+            blocks = ", ".join(escape.md(str(c["block"])) for c in good)
+            done.append(f"{escape.code(alias)} {blocks}{level}")
+    whole = [f"{escape.code(alias)}: {escape.md(i.text)}" for alias, loaded in runs.items()
+             for i in items(loaded) if i.kind == warnings.UNCERTIFIED and i.block is None]
+    shown = "; ".join(done) if done else "none"
+    return (f"    - **Certified by their A/A pair:** {shown}"
+            + (f" ({'; '.join(whole)})" if whole else "") + ".", status)
+
+
+def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
+                        status: Mapping[tuple[str, str], bool]) -> list[str]:
+    """A line per run and block that claims rest on but its A/A pair does not certify."""
+    lines: dict[tuple[str, str], set[int]] = {}
+    for claim in claims:
+        for j in claim.condition.judged:
+            if j.run in links and not status.get((j.run, j.block), False):
+                lines.setdefault((j.run, j.block), set()).add(claim.line)
+    out = []
+    for (alias, block), at in lines.items():
+        many = len(at) > 1
+        out.append(f"    - {links[alias]}: {len(at)} claim{'s' * many} (line{'s' * many} "
+                   f"{', '.join(map(str, sorted(at)))}) rest{'' if many else 's'} on block "
+                   f"{escape.md(block)}, which no A/A pair certifies: read "
+                   f"{'them' if many else 'it'} as unconfirmed")
+    return out
+
+
+def box(runs: Mapping[str, Loaded], page_src: str | None = None,
+        run_pages: str | None = None, claims: Sequence[Claim] = ()) -> str:
+    """One `!!! warning` ranking what is known of the pinned runs ("" when nothing is): first
+    what changes a conclusion (claims on uncertified blocks, drift, faults, a run's scope,
+    mixed runs) and which blocks are certified at what level, at most five lines; the rest
+    folded below with its count, blocks designed without an A/A pair in one line per run. Each
+    item links its run's page when `page_src` (the page under docs/) and `run_pages` (where run
+    pages are, runpages.PREFIX) are given."""
+    first: list[str] = []
+    rest: list[str] = []
+    links = {alias: _link(alias, loaded.manifest.id, page_src, run_pages)
+             for alias, loaded in runs.items()}
+    for alias, loaded in runs.items():
+        link = links[alias]
+        unpaired = [i.block for i in items(loaded) if i.kind == warnings.UNCERTIFIED
+                    and i.block is not None and i.text.startswith(f"{i.block}: {NO_PAIR}")]
+        for i in items(loaded):
+            if i.kind == warnings.UNCERTIFIED and (i.block is None or i.block in unpaired):
+                continue  # said by the certification line, or in one line below
+            (first if i.kind in CONCLUSIVE else rest).append(f"    - {link}: {escape.md(i.text)}")
+        if unpaired:
+            rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
+                        f"{', '.join(escape.md(str(b)) for b in unpaired)}")
+    if not any(items(loaded) for loaded in runs.values()):
+        return ""
+    line, status = _certified(runs)
+    first = _uncertified_claims(claims, links, status) + first
+    rest = first[FIRST - 1:] + rest
+    first = [*first[:FIRST - 1], line]
+    out = ['!!! warning "Before the figures"', "",
+           "    What changes a conclusion, then what else is known about the runs this page "
+           "pins (each run's page has the details):", "", *first, ""]
+    if rest:
+        out += [f'    ??? note "{len(rest)} more about these runs"', "",
+                *(f"    {x}" for x in rest), ""]
+    return "\n".join([*out, ""])
 
 
 def _listed(kind: str, title: str, intro: str, lines: list[str]) -> str:
@@ -110,9 +184,9 @@ def machine(runs: Mapping[str, Loaded]) -> str:
 
 
 def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
-             run_pages: str | None = None) -> str:
+             run_pages: str | None = None, claims: Sequence[Claim] = ()) -> str:
     """The whole header: the warning box, transcribed runs' sources, then the machine."""
-    return box(runs, page_src, run_pages) + transcribed(runs) + machine(runs)
+    return box(runs, page_src, run_pages, claims) + transcribed(runs) + machine(runs)
 
 
 def under_title(text: str, header: str) -> str:

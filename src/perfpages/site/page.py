@@ -8,19 +8,17 @@ claim and lint finding names the true line of the source file.
 from __future__ import annotations
 
 import re
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import jinja2
 import yaml
 
 from perfpages.errors import PerfpagesError
-from perfpages.site import escape, family, lint
+from perfpages.site import agreement, escape, family, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
@@ -49,6 +47,8 @@ class Rendered:
     # The pinned runs by alias, for the header the plugin adds outside the snapshot
     # (perfpages.site.header: warnings and the machine)
     runs: dict[str, Loaded] = field(default_factory=dict)
+    # The verdicts it prints or claims, for the site-wide check (perfpages.site.agreement)
+    stated: list[agreement.Stated] = field(default_factory=list)
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -124,17 +124,6 @@ def protect(body: str) -> tuple[str, list[str]]:
 
 def restore(text: str, saved: list[str]) -> str:
     return re.sub("\x00(\\d+)\x00", lambda m: saved[int(m.group(1))], text)
-
-
-def _template_line() -> int:
-    """The template line of the innermost Jinja frame calling us (Jinja maps Python lines)."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        template = frame.f_globals.get("__jinja_template__")
-        if template is not None:
-            return int(template.get_corresponding_lineno(frame.f_lineno))
-        frame = frame.f_back
-    return 1
 
 
 def _error_line(exc: BaseException, name: str) -> int | None:
@@ -218,7 +207,7 @@ class _Page:
             raise PerfpagesError("claim() needs a sentence and a condition",
                                  key="claim", fix="e.g. claim(\"…\", faster(\"v1\", \"v2\")); "
                                  + GUIDE)
-        self.claims.append(Claim(self.path, self.offset + _template_line(), str(sentence),
+        self.claims.append(Claim(self.path, self.offset + agreement.template_line(), str(sentence),
                                  condition))
         return f"\x01{len(self.claims) - 1}\x01"  # the sentence, once the page is settled
 
@@ -333,7 +322,9 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
     text = _annotate(restore(text, saved), page.claims)
-    return Rendered(text, page.claims, warnings, runs=dict(pins.runs))
+    stated = agreement.stated(path, pins.judged, pins.lines, offset,
+                              {alias: loaded.manifest for alias, loaded in pins.runs.items()})
+    return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated)
 
 
 def render_file(file: Path, *, path: str, store: RunStore,

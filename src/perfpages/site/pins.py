@@ -124,6 +124,7 @@ class Pins:
         self.default = default  # the run macros without run=… read (front matter default_run)
         # Every comparison the page prints or claims, judged once (perfpages.site.verdicts)
         self.judged: dict[tuple[object, ...], Change] = {}
+        self.lines: dict[tuple[object, ...], int] = {}  # the template line first judging each
 
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,

@@ -27,7 +27,7 @@ from mkdocs.structure.pages import Page
 
 from perfpages import settings
 from perfpages.errors import PerfpagesError
-from perfpages.site import render, tables
+from perfpages.site import agreement, render, tables
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
 from perfpages.site.config import CSS
@@ -51,6 +51,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         self.newest: dict[str, tuple[int, int, str]] = {}
         self.docs: Docs | None = None
         self.wide: set[str] = set()  # pages whose tables perfpages wraps (tables.py)
+        self.stated: dict[str, list[agreement.Stated]] = {}  # live pages' verdicts, by page
 
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"],
                    dirty: bool) -> None:
@@ -108,6 +109,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
         self.newest = {}
+        self.stated = {}  # a rebuild (serve) checks the pages as they are now
         nav.items = self._order(nav.items)
         # Previous/next links follow the new order; pages outside the nav keep theirs.
         in_nav = {id(p) for p in nav.pages}
@@ -142,6 +144,7 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
             raise PluginError(str(exc)) from None
         for warning in done.warnings:
             log.warning(warning)
+        self.stated[page.file.src_uri] = done.stated
         if done.wide:
             self.wide.add(page.file.src_uri)
         else:
@@ -153,6 +156,16 @@ class PerfpagesPlugin(BasePlugin[PerfpagesConfig]):
         """Tables of pages that pin runs, and of run pages, in a box that scrolls sideways (the
         HTML, not the Markdown: published pages' snapshots stay byte-identical)."""
         return tables.wrap(html) if page.file.src_uri in self.wide else html
+
+
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        """Once every page is in: two live pages must not state two verdicts on one
+        comparison (perfpages.site.agreement); strict, the build fails."""
+        problems = agreement.check(s for page in self.stated.values() for s in page)
+        if problems and config.strict:
+            raise PluginError("\n".join(problems))
+        for problem in problems:
+            log.warning(problem)
 
 
 def _walk(items: list[Any]) -> list[Page]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpages.errors import PerfpagesError
-from perfpages.site import charts, header, page, tables
+from perfpages.site import agreement, charts, header, page, tables
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
 from perfpages.site.config import CSS, Site, rendered
@@ -42,6 +42,8 @@ class SitePage:
     markdown: str  # the body, without front matter, as the generator renders it
     warnings: list[str] = field(default_factory=list)  # lint findings and failed claims
     wide: bool = False  # its tables scroll sideways (tables.wrap, in the HTML)
+    # The verdicts of a live page (not an older version, not superseded), for agreement.check
+    stated: list[agreement.Stated] = field(default_factory=list)
 
 
 def site_page(markdown: str, meta: dict[str, Any], *, src_uri: str, shown: str, source: str,
@@ -54,12 +56,17 @@ def site_page(markdown: str, meta: dict[str, Any], *, src_uri: str, shown: str, 
                        store=store, source=source, docs=docs)
     superseded = version.superseded(meta, shown)
     # Outside the page's snapshot: what is known of its runs now, and their machine
-    top = header.markdown(done.runs, src_uri, runpage.PREFIX if run_pages else None)
+    top = header.markdown(done.runs, src_uri, runpage.PREFIX if run_pages else None,
+                          done.claims)
     text = header.under_title(done.markdown, top)
     if older is not None:
         text = version.banner(*older, src_uri, superseded) + text
+    elif superseded is not None:
+        text = (version.notice(meta, shown) or "") + text
+    live = older is None and superseded is None
     return SitePage(text, done.warnings,
-                    done.pins_runs or src_uri.startswith(f"{runpage.PREFIX}/"))
+                    done.pins_runs or src_uri.startswith(f"{runpage.PREFIX}/"),
+                    done.stated if live else [])
 
 
 def results_missing(results: Path) -> str:
@@ -332,6 +339,7 @@ def _render_into(site: Site, out: Path, staging: Path, strict: bool) -> Result:
         sources[f"{runpage.PREFIX}/index.md"] = (runpage.index(entries), "")
         result.run_pages = len(entries)
     older = older_versions(site, list(sources))
+    stated: list[agreement.Stated] = []
     for src, (source, shown) in sources.items():
         try:
             meta, body, _ = page.split(source, shown or f"docs/{src}")
@@ -342,9 +350,11 @@ def _render_into(site: Site, out: Path, staging: Path, strict: bool) -> Result:
             result.problems.append(str(exc))
             continue
         result.warnings += done.warnings
+        stated += done.stated
         # The front matter stays (its title is the generator's), above the rendered body.
         _write(target / src, source[: len(source) - len(body)] + done.markdown)
         result.pages += 1
+    result.warnings += agreement.check(stated)  # one verdict per comparison across the site
     return result
 
 

@@ -11,12 +11,14 @@ resolutions, the bound the claim puts on each, and whether it needs each verdict
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import inf, nan
+from typing import Any
 
 from perfpages.analysis import certification, decision, noise
 from perfpages.analysis.decision import Change
 from perfpages.analysis.reading import noise_metrics
 from perfpages.errors import AnalysisError
-from perfpages.site import store
+from perfpages.site import agreement, store
 from perfpages.site.pins import Found, Pins
 
 
@@ -24,8 +26,9 @@ def judge(pins: Pins, a: Found, b: Found, metric: str) -> Change:
     """The change of cell `b` over cell `a`, by the rule of `a`'s run, noted in the page's
     ledger."""
     change = Change(metric, a.cell, b.cell, pins.rule(a.run))
-    pins.judged[(a.run, a.block, a.parameters, a.label, b.run, b.parameters, b.label,
-                 metric)] = change
+    key = (a.run, a.block, a.parameters, a.label, b.run, b.parameters, b.label, metric)
+    pins.judged[key] = change
+    pins.lines.setdefault(key, agreement.template_line())  # what the site-wide check names
     return change
 
 
@@ -97,6 +100,29 @@ def resolution(pins: Pins, a: Found, b: Found, change: Change) -> float:
           for run, f in ((a.run, a), (b.run, b))]
     known = [r for r in aa if r is not None]
     return decision.resolves(change.resolution, max(known) if known else None)
+
+
+def block_resolution(pins: Pins, alias: str, block: str) -> tuple[float, str, float, str] | None:
+    """What a run states its block resolves — (worst cell, its metric, 2.1's headline, its
+    metric) in percent, inf where none is reachable — from the run's one reading (every
+    comparison of the block, with its A/A pair), as the run's page states it; None when the
+    reading certifies no such block (ranges rule, or a block without comparisons)."""
+    for c in store.reading(pins.runs[alias]).certification or []:
+        if c["block"] == block:
+            return (_percent(c, "resolution_percent", "resolves none"),
+                    str(c.get("metric") or ""),
+                    _percent(c, "headline_percent", "resolves none at"),
+                    str(c.get("headline_metric") or ""))
+    return None
+
+
+def _percent(entry: dict[str, Any], key: str, none: str) -> float:
+    """A resolution of a reading's certificate: JSON holds None for both "none reachable"
+    (inf, which its line states) and "no comparison" (nan)."""
+    value = entry.get(key)
+    if value is not None:
+        return float(value)
+    return inf if none in str(entry.get("line", "")) else nan
 
 
 @dataclass(frozen=True)

@@ -49,16 +49,56 @@ def older(srcs: Sequence[str]) -> dict[str, tuple[int, int, str]]:
     return {src: (n, top, newest) for n, src in pages if n != top}
 
 
+LINK = re.compile(r"\[[^\]]+\]\([^)\s]+\)")
+
+
 def superseded(meta: Mapping[str, Any], where: str) -> str | None:
-    """An older version's `superseded:` paragraph (what it got wrong), or None."""
+    """A page's `superseded:` paragraph (what it got wrong), or None: one paragraph of text,
+    or `{by: PAGE.md, why: PARAGRAPH}`."""
     value = meta.get("superseded")
     if value is None:
         return None
+    if isinstance(value, Mapping):
+        why = value.get("why")
+        if set(value) - {"by", "why"} or not isinstance(why, str) or not why.strip() or \
+                not isinstance(value.get("by"), str) or not value["by"].strip():
+            raise PerfpagesError(f"superseded needs `by:` (the page that replaces it) and "
+                                 f"`why:` (what it got wrong), not {dict(value)!r}",
+                                 where=where, key="superseded",
+                                 fix='write it as `superseded: {by: v3.md, why: "…"}`')
+        return why.strip()
     if not isinstance(value, str) or not value.strip():
         raise PerfpagesError(f"superseded must be one paragraph of text, not {value!r}",
                              where=where, key="superseded",
                              fix='write it as `superseded: "v1 pooled the floors …"`')
     return value.strip()
+
+
+def replacement(meta: Mapping[str, Any]) -> str | None:
+    """The page `superseded: {by: …}` names (a path relative to the page), or None."""
+    value = meta.get("superseded")
+    return str(value["by"]).strip() if isinstance(value, Mapping) else None
+
+
+def notice(meta: Mapping[str, Any], where: str) -> str | None:
+    """The warning at the top of a page that is not an older version but `superseded:`
+    (None: not superseded); the plain-paragraph form must link the page replacing it."""
+    why = superseded(meta, where)
+    if why is None:
+        return None
+    by = replacement(meta)
+    if by is None and not LINK.search(why):
+        raise PerfpagesError("superseded on a page that is not an older version needs the "
+                             "page replacing it", where=where, key="superseded",
+                             fix='write it as `superseded: {by: v3.md, why: "…"}`, or link '
+                                 "the page in the paragraph")
+    said = "\n".join(f"    {line}".rstrip() for line in why.split("\n"))
+    stem = posixpath.splitext(by)[0] if by else ""
+    title = f"Superseded by {stem}" if by else "Superseded"
+    link = f" by [{stem}]({by})" if by else ""
+    return (f'!!! warning "{title}"\n\n    This page renders exactly what it said, from its own '
+            f"pinned runs, and is no longer current: it is superseded{link}. What it got "
+            f"wrong:\n\n{said}\n\n")
 
 
 def banner(version: int, newest: int, newest_src: str, page_src: str,
