@@ -20,7 +20,7 @@ import jinja2
 import yaml
 
 from perfpages.errors import PerfpagesError
-from perfpages.site import escape, family, lint
+from perfpages.site import contrary, escape, family, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
@@ -155,6 +155,8 @@ class _Page:
         self.reproductions: dict[tuple[str, str], dict[str, Any]] = {}
         self.later: list[Callable[[], str]] = []
         self.options = family.Options()
+        # Where each comparison is first printed or claimed (for a contrary one left out)
+        pins.judged = contrary.Ledger(lambda: offset + _template_line())
         self.namespace: dict[str, Any] = checked_namespace({
             **Macros(pins).namespace(), **Facts(pins).namespace(),
             **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
@@ -186,6 +188,7 @@ class _Page:
         self.claims = family.settle(self.claims)
         if self.options.holm:
             self.claims = family.holm(self.claims, self.path)
+        self.claims = contrary.check(self.pins, self.claims, self.path, self.offset)
         return LATER_MARK.sub(lambda m: self.later[int(m.group(1))](), text)
 
     def _reproduce(self, original: str, second: str) -> dict[str, Any]:
@@ -233,7 +236,8 @@ def _sentence(claim: Claim) -> str:
     title = escape.md(f"checked: {claim.condition.expected}")
     # A code span typed in the sentence stays one (the rest is plain text, escaped).
     text = re.sub("&#96;(.+?)&#96;", r"<code>\1</code>", escape.md(claim.sentence))
-    return f'<span class="{css}" title="{title}">{text}</span>'
+    note = f" ({escape.md(claim.condition.note)})" if claim.condition.note else ""
+    return f'<span class="{css}" title="{title}">{text}</span>{note}'
 
 
 def _shown(value: Any) -> Any:
