@@ -39,6 +39,8 @@ class Claim:
     line: int
     sentence: str
     condition: Condition
+    # claim(…, uncertified_ok="why"): why the claim stands on a block that is not certified
+    uncertified_ok: str = ""
 
     @property
     def holds(self) -> bool:

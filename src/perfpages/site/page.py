@@ -188,6 +188,7 @@ class _Page:
         self.claims = family.settle(self.claims)
         if self.options.holm:
             self.claims = family.holm(self.claims, self.path)
+        self.claims = family.uncertified(self.pins, self.claims)
         self.claims = contrary.check(self.pins, self.claims, self.path, self.offset)
         return LATER_MARK.sub(lambda m: self.later[int(m.group(1))](), text)
 
@@ -216,13 +217,18 @@ class _Page:
             return repro.SKIPPED
         return repro.condition(self._reproduce(original, second), at_least)
 
-    def claim(self, sentence: str, condition: Condition) -> str:
+    def claim(self, sentence: str, condition: Condition, *, uncertified_ok: str = "") -> str:
+        """`uncertified_ok`: why the claim may stand on a block that is not certified, shown
+        beside it (`family.uncertified`)."""
         if not isinstance(condition, Condition):
             raise PerfpagesError("claim() needs a sentence and a condition",
                                  key="claim", fix="e.g. claim(\"…\", faster(\"v1\", \"v2\")); "
                                  + GUIDE)
+        if not isinstance(uncertified_ok, str):
+            raise PerfpagesError("uncertified_ok must be the reason, in words", key="claim",
+                                 fix="e.g. uncertified_ok=\"the block has no A/A pair; …\"")
         self.claims.append(Claim(self.path, self.offset + _template_line(), str(sentence),
-                                 condition))
+                                 condition, uncertified_ok.strip()))
         return f"\x01{len(self.claims) - 1}\x01"  # the sentence, once the page is settled
 
 
