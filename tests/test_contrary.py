@@ -84,3 +84,34 @@ def test_the_strict_build_fails_then_passes_with_despite(tmp_path: Path,
     html = (site / "index.html").read_text(encoding="utf-8")
     assert "</span> (despite a clearly higher p50 latency: +" in html
     assert "2 of 2 clear)" in html
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# sizing v2's short answer as it stood before the check (throughput and p95 only, "everywhere")
+SIZING_BEFORE = """Intro.
+
+**the sized settings are clearly faster everywhere this run looked**:
+
+| Comparison | Throughput | p95 |
+|---|---|---|
+| mix | {{ change(a, b, block="mix") }} | {{ change(a, b, "p95", block="mix") }} |
+
+- {{ claim("On the mix, sized is clearly faster", faster(a, b, block="mix")) }},
+  {{ claim("with a clearly lower p95", faster(a, b, "p95", block="mix")) }}.
+"""
+
+
+def test_sizing_v2_as_it_was_fails_and_as_it_is_passes() -> None:
+    store = RunStore(ROOT / "results")  # archived runs: read, never written
+    before = render("{% set a, b = 'stock', 'sized' %}" + SIZING_BEFORE,
+                    {"runs": {"sizing": "2026-12-02-sizing"}},
+                    path="docs/performance/sizing/v2.md", offset=4, store=store, nested=True)
+    failed = {c.line: c.message for c in before.claims if not c.holds}
+    assert sorted(failed) == [13, 14]
+    assert failed[13].startswith("docs/performance/sizing/v2.md:13: claim \"On the mix, sized")
+    assert "left out: mix, clients=1: stock → sized, p50 +4.4 % (clear loss)" in failed[13]
+    assert "mix, clients=8: stock → sized, p50 +68 % (clear loss)" in failed[13]
+    assert before.warnings == [c.message for c in before.claims if not c.holds]
+    page = ROOT / "docs" / "performance" / "sizing" / "v2.md"
+    text = page.read_text(encoding="utf-8")
+    assert "everywhere" not in text and 'despite=["p50"]' in text
