@@ -201,7 +201,8 @@ def certified(pins: Pins, block: str, run: str | None) -> Condition:
 
 
 def uncertified(pins: Pins, claims: list[Claim]) -> list[Claim]:
-    """A claim resting on a block that is not certified fails unless it names that status
+    """A claim resting on a block that is not certified (by its A/A pair; 2.1: and the suite's
+    target) fails unless it names that status
     (`claim(…, uncertified_ok="why")`), and the reason is then printed beside it. Runs under
     the ranges rule (before method v2) have no certification: their claims are not checked
     (the page's warnings say the run states no resolution)."""
@@ -212,8 +213,10 @@ def uncertified(pins: Pins, claims: list[Claim]) -> list[Claim]:
         for run, block in dict.fromkeys((j.run, j.block) for j in claim.condition.judged):
             if not pins.rule(run).exact:
                 continue
+            # The A/A part (and 2.1's target) only: a bound finer than the block resolves
+            # fails its own claim already (`condition.bounded`), not every claim on the block.
             if (run, block) not in found:
-                ((_, found[run, block]),) = certificates(pins, claims, run, block)
+                ((_, found[run, block]),) = certificates(pins, [], run, block)
             c = found[run, block]
             if not c.certified:
                 why.append(f"block {block} of {run} is not certified ({c.why})")
