@@ -25,14 +25,16 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
              aa_shift: float = 0.0, blocks: tuple[str, ...] = ("callers",),
              floors: tuple[float, float] | None = None, again: int = 0,
              machine: dict[str, object] | None = None,
-             rule: dict[str, object] | None = None) -> str:
+             rule: dict[str, object] | None = None,
+             p50_factor: dict[str, float] | None = None) -> str:
     """A complete method v2 run: labels base, changed (throughput × (1 + shift), p50 ÷ it) and,
     with `aa`, base-again (the base's build; `aa_shift` moves it, to make a noisy A/A pair).
     Each window's level carries its own noise (`noise`, a fraction). `floors`: a pgbench floor
     before and after each block (tps, two one-second windows each). `again`: that many of each
     block's first windows ran on a busy machine and were measured again at the block's end
     (attempt 2, quiet). `machine`: run.json's, instead of the synthetic one. `rule`: run.json's
-    `method.rule`, instead of `test` at α = 1 % (method 2.0)."""
+    `method.rule`, instead of `test` at α = 1 % (method 2.0). `p50_factor`: per label, its p50
+    times that (a latency that moves against the throughput)."""
     base = Label("base", Pin("package", requirement="demo==1.0", version="1.0",
                              artifacts={"demo-1.0-py3-none-any.whl": "ab" * 32}))
     labels = {"base": base,
@@ -69,7 +71,8 @@ def write_v2(results: Path, run_id: str = V2, *, shift: float = 0.10, noise: flo
                     for params in PARAMS:
                         busy = len(redo) < again
                         window = _window(block, label, rnd, params, clock,
-                                         factor[label] * (1 + rng.gauss(0, noise)), busy)
+                                         factor[label] * (1 + rng.gauss(0, noise)), busy,
+                                         (p50_factor or {}).get(label, 1.0))
                         writer.append(window)
                         redo += [window] * busy
                         clock += timedelta(seconds=2)
@@ -87,9 +90,9 @@ QUIET = {"busy_pct": 50.0, "others_pct": 2.0, "steal_pct": 0.0, "load1": 0.5}
 
 
 def _window(block: str, label: str, rnd: int, params: dict[str, object], clock: datetime,
-            level: float, busy: bool) -> Window:
+            level: float, busy: bool, p50_factor: float = 1.0) -> Window:
     requests = int(2000 * level)
     return Window(block=block, label=label, round=rnd, params=dict(params),
                   start=clock.isoformat() + "Z", duration_s=2.0, requests=requests,
-                  codes={"200": requests}, metrics={"p50": 16.0 / level},
+                  codes={"200": requests}, metrics={"p50": 16.0 / level * p50_factor},
                   machine=BUSY if busy else QUIET)  # as a real run, every window's figures

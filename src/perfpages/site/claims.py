@@ -7,7 +7,8 @@ print the figures as the page does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from math import inf, nan
 from typing import Any
 
@@ -23,6 +24,7 @@ from perfpages.analysis.method import (
 )
 from perfpages.analysis.metric import format_number, format_value, info
 from perfpages.errors import AnalysisError
+from perfpages.site import contrary
 from perfpages.site.condition import MAX_ITEMS as MAX_ITEMS
 from perfpages.site.condition import Claim as Claim
 from perfpages.site.condition import Condition as Condition
@@ -70,16 +72,41 @@ class Conditions(RunConditions):
         return out
 
     def faster(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
-               by_at_least: float | None = None, **filters: Any) -> Condition:
+               by_at_least: float | None = None, despite: str | Sequence[str] = (),
+               **filters: Any) -> Condition:
         """`other` better than `base` in every cell: a clear gain (ranges apart, or the exact
         test), or with clear=False a better median; `by_at_least`: by at least that many
-        percent, a bound the comparison must resolve (method v2)."""
-        return self._direction(base, other, metric, clear, True, by_at_least, filters)
+        percent, a bound the comparison must resolve (method v2); `despite`: metrics of the
+        same cells clearly worse, printed beside the claim (`perfpages.site.contrary`)."""
+        return self._acknowledged(
+            self._direction(base, other, metric, clear, True, by_at_least, filters),
+            self.pins.pairs(base, other, metric=metric, **filters), despite, True)
 
     def slower(self, base: Side, other: Side, metric: str = "throughput", *, clear: bool = True,
-               by_at_least: float | None = None, **filters: Any) -> Condition:
-        """`other` worse than `base` in every cell (a clear loss, or a worse median)."""
-        return self._direction(base, other, metric, clear, False, by_at_least, filters)
+               by_at_least: float | None = None, despite: str | Sequence[str] = (),
+               **filters: Any) -> Condition:
+        """`other` worse than `base` in every cell (a clear loss, or a worse median);
+        `despite`: metrics of the same cells clearly better, printed beside the claim."""
+        return self._acknowledged(
+            self._direction(base, other, metric, clear, False, by_at_least, filters),
+            self.pins.pairs(base, other, metric=metric, **filters), despite, False)
+
+    def _acknowledged(self, cond: Condition, pairs: list[tuple[Found, Found]],
+                      despite: str | Sequence[str], gain: bool) -> Condition:
+        """`despite=`: each metric's changes on the claim's pairs of cells judged (so the page
+        shows them) and named beside the claim; one with no cell clearly the other way fails
+        the claim (the words would say what the data do not)."""
+        notes, wrong = [], []
+        for m in [despite] if isinstance(despite, str) else list(despite):
+            against, note = contrary.despite(self.pins, pairs, m, gain)
+            notes.append(note)
+            if not against:
+                wrong.append(m)
+        if not notes:
+            return cond
+        data = cond.data + "".join(f"; despite={m!r}: no cell clearly the other way"
+                                   for m in wrong)
+        return replace(cond, holds=cond.holds and not wrong, data=data, note="; ".join(notes))
 
     def _direction(self, base: Side, other: Side, metric: str, clear: bool, gain: bool,
                    by: float | None, filters: dict[str, Any]) -> Condition:
@@ -273,11 +300,12 @@ class Conditions(RunConditions):
                              f"in every cell ({metric})", listing(items))
 
     def best(self, x: str, value: Any, metric: str = "throughput", *, clear: bool = False,
-             largest: bool | None = None, **filters: Any) -> Condition:
+             largest: bool | None = None, despite: str | Sequence[str] = (),
+             **filters: Any) -> Condition:
         """In every series along `x` (the selected cells alike but for `x`), the cell at
         `x=value` has the best median — with clear=True, a clear gain over every other;
         largest=True (or False): the largest (smallest) median, for a metric without a better
-        direction too ("logging is the largest share")."""
+        direction too ("logging is the largest share"); `despite`: as faster()'s."""
         directed = info(metric).higher_is_better
         higher = directed if largest is None else largest
         if higher is None:
@@ -291,7 +319,7 @@ class Conditions(RunConditions):
         for f in self.pins.select(metric=metric, **filters):
             rest = tuple(sorted((k, str(v)) for k, v in f.params.items() if k != x))
             series.setdefault((f.run, f.block, f.label, rest), []).append(f)
-        items, ok = [], True
+        items, ok, pairs = [], True, []
         for cells in series.values():
             at = [f for f in cells if same_value(f.params.get(x), value)]
             if len(at) != 1 or len(cells) < 2:
@@ -300,6 +328,7 @@ class Conditions(RunConditions):
                                     fix=f"select series that vary {x} and hold {x}={text(value)}")
             top = at[0]
             rivals = [judge(self.pins, f, top, metric) for f in cells if f is not top]
+            pairs += [(f, top) for f in cells if f is not top]
             judged += [Judged(top.run, top.block, c, nan, None, clear) for c in rivals]
             good = all(c.better is True and (c.clear or not clear) for c in rivals) \
                 if largest is None else all(c.ratio != 1 and (c.ratio > 1) == higher
@@ -321,5 +350,6 @@ class Conditions(RunConditions):
             items.append(shown)
         word = ("clearly best" if clear else "best") if largest is None else (
             "largest" if largest else "smallest")
-        return Condition(ok, f"{x}={text(value)} {word} along {x} in every series ({metric})",
-                         listing(items), tuple(judged))
+        return self._acknowledged(Condition(
+            ok, f"{x}={text(value)} {word} along {x} in every series ({metric})",
+            listing(items), tuple(judged)), pairs, despite, True)

@@ -26,6 +26,8 @@ class Condition:
     judged: tuple[Judged, ...] = ()
     # A condition over the whole page (certified): settled once every claim is in
     settle: Callable[[list[Claim]], Condition] | None = field(default=None, compare=False)
+    # What the page prints beside the sentence (an acknowledgement: despite=, uncertified_ok=)
+    note: str = ""
 
     def __bool__(self) -> bool:
         return self.holds
@@ -37,6 +39,8 @@ class Claim:
     line: int
     sentence: str
     condition: Condition
+    # claim(…, uncertified_ok="why"): why the claim stands on a block that is not certified
+    uncertified_ok: str = ""
 
     @property
     def holds(self) -> bool:
@@ -79,7 +83,8 @@ def all_of(*conditions: Condition) -> Condition:
     return Condition(all(c.holds for c in conditions),
                      "; and ".join(c.expected for c in conditions),
                      " | ".join(c.data for c in conditions),
-                     tuple(j for c in conditions for j in c.judged))
+                     tuple(j for c in conditions for j in c.judged),
+                     note="; ".join(c.note for c in conditions if c.note))
 
 
 def listing(items: list[str]) -> str:

@@ -205,3 +205,37 @@ def certified(pins: Pins, block: str, run: str | None) -> Condition:
                          f"{block}: a run archived before method v2 states no resolution")
 
     return Condition(True, f"block {block} of {alias} certified", "", settle=decide)
+
+
+def uncertified(pins: Pins, claims: list[Claim]) -> list[Claim]:
+    """A claim resting on a block that is not certified (by its A/A pair; 2.1: and the suite's
+    target) fails unless it names that status
+    (`claim(…, uncertified_ok="why")`), and the reason is then printed beside it. Runs under
+    the ranges rule (before method v2) have no certification: their claims are not checked
+    (the page's warnings say the run states no resolution)."""
+    found: dict[tuple[str, str], Certificate] = {}
+    out = []
+    for claim in claims:
+        why = []
+        for run, block in dict.fromkeys((j.run, j.block) for j in claim.condition.judged):
+            if not pins.rule(run).exact:
+                continue
+            # The A/A part (and 2.1's target) only: a bound finer than the block resolves
+            # fails its own claim already (`condition.bounded`), not every claim on the block.
+            if (run, block) not in found:
+                ((_, found[run, block]),) = certificates(pins, [], run, block)
+            c = found[run, block]
+            if not c.certified:
+                why.append(f"block {block} of {run} is not certified ({c.why})")
+        cond = claim.condition
+        if not why:
+            out.append(claim)
+        elif claim.uncertified_ok:
+            note = f"not certified: {claim.uncertified_ok}"
+            out.append(replace(claim, condition=replace(
+                cond, note=f"{cond.note}; {note}" if cond.note else note)))
+        else:
+            out.append(replace(claim, condition=replace(
+                cond, holds=False, expected=f"{cond.expected}; and certified blocks, or "
+                "uncertified_ok=\"why\" on the claim", data=f"{cond.data}; {'; '.join(why)}")))
+    return out

@@ -18,7 +18,7 @@ import jinja2
 import yaml
 
 from perfpages.errors import PerfpagesError
-from perfpages.site import agreement, escape, family, lint
+from perfpages.site import agreement, contrary, escape, family, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
@@ -144,6 +144,8 @@ class _Page:
         self.reproductions: dict[tuple[str, str], dict[str, Any]] = {}
         self.later: list[Callable[[], str]] = []
         self.options = family.Options()
+        # Where each comparison is first printed or claimed (for a contrary one left out)
+        pins.judged = contrary.Ledger(lambda: offset + agreement.template_line())
         self.namespace: dict[str, Any] = checked_namespace({
             **Macros(pins).namespace(), **Facts(pins).namespace(),
             **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
@@ -175,6 +177,8 @@ class _Page:
         self.claims = family.settle(self.claims)
         if self.options.holm:
             self.claims = family.holm(self.claims, self.path)
+        self.claims = family.uncertified(self.pins, self.claims)
+        self.claims = contrary.check(self.pins, self.claims, self.path, self.offset)
         return LATER_MARK.sub(lambda m: self.later[int(m.group(1))](), text)
 
     def _reproduce(self, original: str, second: str) -> dict[str, Any]:
@@ -202,13 +206,18 @@ class _Page:
             return repro.SKIPPED
         return repro.condition(self._reproduce(original, second), at_least)
 
-    def claim(self, sentence: str, condition: Condition) -> str:
+    def claim(self, sentence: str, condition: Condition, *, uncertified_ok: str = "") -> str:
+        """`uncertified_ok`: why the claim may stand on a block that is not certified, shown
+        beside it (`family.uncertified`)."""
         if not isinstance(condition, Condition):
             raise PerfpagesError("claim() needs a sentence and a condition",
                                  key="claim", fix="e.g. claim(\"…\", faster(\"v1\", \"v2\")); "
                                  + GUIDE)
+        if not isinstance(uncertified_ok, str):
+            raise PerfpagesError("uncertified_ok must be the reason, in words", key="claim",
+                                 fix="e.g. uncertified_ok=\"the block has no A/A pair; …\"")
         self.claims.append(Claim(self.path, self.offset + agreement.template_line(), str(sentence),
-                                 condition))
+                                 condition, uncertified_ok.strip()))
         return f"\x01{len(self.claims) - 1}\x01"  # the sentence, once the page is settled
 
 
@@ -222,7 +231,8 @@ def _sentence(claim: Claim) -> str:
     title = escape.md(f"checked: {claim.condition.expected}")
     # A code span typed in the sentence stays one (the rest is plain text, escaped).
     text = re.sub("&#96;(.+?)&#96;", r"<code>\1</code>", escape.md(claim.sentence))
-    return f'<span class="{css}" title="{title}">{text}</span>'
+    note = f" ({escape.md(claim.condition.note)})" if claim.condition.note else ""
+    return f'<span class="{css}" title="{title}">{text}</span>{note}'
 
 
 def _shown(value: Any) -> Any:
