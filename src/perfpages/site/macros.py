@@ -34,7 +34,7 @@ from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.pins import Found, Pins, Side
 from perfpages.site.tripchart import TripSeries, trips_chart
-from perfpages.site.verdicts import judge, noise_rows, resolution
+from perfpages.site.verdicts import across, judge, noise_rows, resolution
 from perfpages.site.why import why
 
 # Unit conversions from a metric's archived unit: (archived, shown) -> factor.
@@ -95,6 +95,7 @@ class Macros:
 
     def __init__(self, pins: Pins) -> None:
         self.pins = pins
+        self.shift_said = False  # what a table's change is, said under the page's first one
 
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
@@ -164,7 +165,10 @@ class Macros:
                 assert change is not None
                 line += self._change_cell(grid, change, other, r, rows, columns, exact)
             body.append(line)
-        return "\n\n" + escape.table(header, body) + "\n\n" + self._sources(found)
+        said, self.shift_said = self.shift_said, self.shift_said or exact  # once a page
+        shift = ("*A change is the shift of the paired rounds (Hodges–Lehmann), not the ratio "
+                 "of the medians beside it.*\n\n") if exact and not said else ""
+        return "\n\n" + escape.table(header, body) + "\n\n" + shift + self._sources(found)
 
     def _note(self, f: Found) -> str:
         """A transcribed cell's note as its source prints it: " (v3: 73.7)"; "" for none."""
@@ -235,6 +239,8 @@ class Macros:
         if len(changes) == 1 and not absolute:  # one cell: its interval too, under an exact rule
             return escape.md(format_change(changes[0], digits,
                                            verdict(changes[0]) if show_verdict else None))
+        if len(changes) > 1:  # a range over cells, said as such: not one cell's rounds
+            text = f"{text} {across(pairs)}"
         note = verdict(changes[0]) if len(changes) == 1 else \
             f"{sum(c.clear for c in changes)} of {len(changes)} clear"
         return escape.md(f"{text} ({note})" if show_verdict else text)
