@@ -19,14 +19,15 @@ from typing import Any
 import jinja2
 import yaml
 
+from perfpages.analysis.certification import Certificate
 from perfpages.errors import PerfpagesError
-from perfpages.site import escape, family, lint
+from perfpages.site import cards, escape, family, lint
 from perfpages.site import reproduction as repro
 from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
-from perfpages.site.pins import Pins, parse_front_matter
+from perfpages.site.pins import Pins, Side, parse_front_matter
 from perfpages.site.plots import Plots, chart_style
 from perfpages.site.store import Loaded, RunStore
 
@@ -160,7 +161,8 @@ class _Page:
             **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
             "claim": self.claim, "reproduction": self.reproduction,
             "reproduced": self.reproduced, "verdicts": self.verdicts,
-            "certification": self.certification, "certified": self.certified})
+            "certification": self.certification, "certified": self.certified,
+            "verdict": self.verdict})
 
     def _later(self, make: Callable[[], str]) -> str:
         self.later.append(make)
@@ -176,6 +178,19 @@ class _Page:
         family.certificates(self.pins, [], run, block)  # a wrong name stops at its line
         return self._later(lambda: family.certification_table(self.pins, self.claims, run,
                                                                block))
+
+    def verdict(self, base: Side, other: Side, metrics: list[str] | str | None = None,
+                **filters: Any) -> str:
+        """A verdict card: per metric the change, clear or not, what it resolves, and whether
+        its block is certified (settled once every claim of the page is in)."""
+        card = cards.build(self.pins, base, other, metrics, **filters)
+
+        def certify(alias: str, block: str) -> Certificate | None:
+            if not self.pins.rule(alias).exact:
+                return None
+            return family.certificates(self.pins, self.claims, alias, block)[0][1]
+
+        return self._later(lambda: cards.render(card, certify))
 
     def certified(self, block: str, *, run: str | None = None) -> Condition:
         """The block is certified (settled once every claim of the page is in)."""
