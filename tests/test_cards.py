@@ -40,8 +40,8 @@ def test_a_card_per_comparison_with_its_verdicts_in_the_ledger(tmp_path: Path,
     # Two metrics over the block's two calls: a range each, clear in both cells, certified.
     assert both.count("<dl ") == 2 and "<dt>throughput</dt>" in both
     assert "<dt>p50 latency</dt>" in both and "block callers: certified" in both
-    assert re.search(r">\+\d+ % to \+\d+ % across calls<", both)
-    assert re.search(r">−\d+ % to −\d+ % across calls<", both)
+    assert re.search(r">\+\d+ % to \+\d+ %</dd><dd>across calls<", both)
+    assert re.search(r">−\d+ % to −\d+ %</dd><dd>across calls<", both)
     assert both.count("clear gain in 2 of 2") == 2  # lower p50 is a gain too
     assert re.search(r">resolves \d+\.\d(–\d+\.\d)? %<", both)
     # One cell: the shift with its interval and verdict.
@@ -58,7 +58,7 @@ def test_a_card_under_the_ranges_rule_states_no_resolution(results: Path) -> Non
     card = cards.build(pins, "v1.0", "v1.1", ["throughput"], block="callers")
     assert [r.metric for r in card.rows] == ["throughput"] and card.blocks == (("d", "callers"),)
     (row,) = card.rows
-    assert row.resolves == "—" and row.interval == "" and "across" in row.change
+    assert row.resolves == "—" and row.interval == "" and row.span == "across calls"
     assert len(pins.judged) == len(row.changes) == 2  # each cell judged, in the ledger
     shown = cards.render(card, lambda alias, block: None)
     assert "block callers: not certified (a run before method v2)" in shown

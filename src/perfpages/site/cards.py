@@ -32,7 +32,8 @@ class Row:
 
     metric: str
     title: str
-    change: str  # "+8.1 %", "+7 % to +13 % across calls"
+    change: str  # "+8.1 %", "+7 % to +13 %"
+    span: str  # "across calls", "across 4 cells"; "" for one cell
     interval: str  # "+5.0…+11.2 %"; "" for a range or a run without intervals
     clear: str  # "clear gain", "not clear", "clear in 3 of 4"
     resolves: str  # "7.9 %", "7.9–15 %", "—" under the ranges rule
@@ -75,15 +76,16 @@ def _row(metric: str, changes: tuple[Change, ...], found: list[float], span: str
     if len(changes) == 1:
         full = format_change(one)  # "+8.1 % (+5.0…+11.2 %)"
         head, _, rest = full.partition(" (")
-        interval = rest.removesuffix(")")
+        interval, span = rest.removesuffix(")"), ""
         clear = one.verdict if one.clear else "not clear"
     else:
-        head, interval = f"{format_range(list(changes))} {span}", ""
+        head, interval = format_range(list(changes)), ""
         said = list(dict.fromkeys(c.verdict for c in changes if c.clear))
         count = sum(c.clear for c in changes)  # "clear gain in 2 of 2", or just "clear in …"
         clear = "not clear" if not count else \
             f"{said[0] if len(said) == 1 else 'clear'} in {count} of {len(changes)}"
-    return Row(metric, info(metric).title, head, interval, clear, _resolves(found), changes)
+    return Row(metric, info(metric).title, head, span, interval, clear, _resolves(found),
+               changes)
 
 
 def _resolves(found: list[float]) -> str:
@@ -114,6 +116,7 @@ def render(card: Card, certify: Callable[[str, str], Certificate | None]) -> str
         out.append(f'<dl class="{CLASS}-metric {CLASS}-{state}">'
                    f"<dt>{escape(row.title)}</dt>"
                    f'<dd class="{CLASS}-change">{escape(row.change)}</dd>'
+                   + (f"<dd>{escape(row.span)}</dd>" if row.span else "")
                    + (f'<dd>interval {escape(row.interval)}</dd>' if row.interval else "")
                    + f'<dd class="{CLASS}-verdict">{escape(row.clear)}</dd>'
                    f"<dd>resolves {escape(row.resolves)}</dd></dl>")

@@ -21,7 +21,7 @@ import yaml
 
 from perfpages.analysis.certification import Certificate
 from perfpages.errors import PerfpagesError
-from perfpages.site import cards, escape, family, lint
+from perfpages.site import cards, family, lint, sentences
 from perfpages.site import reproduction as repro
 from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
@@ -243,14 +243,6 @@ def macro_names() -> frozenset[str]:
     return frozenset(_Page("", 0, Pins({})).namespace)
 
 
-def _sentence(claim: Claim) -> str:
-    css = "perfpages-claim" + ("" if claim.holds else " perfpages-claim-failed")
-    title = escape.md(f"checked: {claim.condition.expected}")
-    # A code span typed in the sentence stays one (the rest is plain text, escaped).
-    text = re.sub("&#96;(.+?)&#96;", r"<code>\1</code>", escape.md(claim.sentence))
-    return f'<span class="{css}" title="{title}">{text}</span>'
-
-
 def _shown(value: Any) -> Any:
     """What `{{ … }}` prints: a condition or a macro itself is refused, never published as
     `Condition(holds=True, …)` or `<function … at 0x…>`."""
@@ -272,24 +264,6 @@ def _environment(path: str, text: str) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
         # `{#id}` is attribute-list syntax in Markdown: keep Jinja comments out of its way.
         comment_start_string="{##", comment_end_string="##}", cache_size=0)
-
-
-def _annotate(text: str, claims: list[Claim]) -> str:
-    """Drop claim marks; after the paragraph of each failed claim, an admonition says why."""
-    lines = text.split("\n")
-    pending: list[tuple[int, Claim]] = []
-    for i, line in enumerate(lines):
-        for m in CLAIM_MARK.finditer(line):
-            claim = claims[int(m.group(1))]
-            if not claim.holds:
-                end = next((j for j in range(i, len(lines)) if not lines[j].strip()), len(lines))
-                pending.append((end, claim))
-        lines[i] = CLAIM_MARK.sub(lambda m: _sentence(claims[int(m.group(1))]), line)
-    for end, claim in sorted(pending, key=lambda p: p[0], reverse=True):
-        box = ["", '!!! failure "This claim does not hold"', "",
-               f"    {escape.md(claim.message)}", ""]
-        lines[end:end] = box
-    return "\n".join(lines)
 
 
 RUN_KEYS = ("default_run", "allow_failed", "perfpages", "charts")  # about a page's runs
@@ -347,7 +321,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              line=offset + line if line else None, key="macro",
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
-    text = _annotate(restore(text, saved), page.claims)
+    text = sentences.annotate(restore(text, saved), page.claims, CLAIM_MARK)
     return Rendered(text, page.claims, warnings, runs=dict(pins.runs))
 
 
