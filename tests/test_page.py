@@ -186,8 +186,8 @@ def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None
     macros = Macros(Pins({"d": store.get(DEMO), "s": store.get(SWEEP)}))
     text = macros.table("throughput", rows="call", run="d", block="callers", change="v1.0")
     header = text.strip().split("\n")[0]
-    assert header == ("| throughput (/s) by call | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
-                      "| v1.1 + cache vs v1.0 |")
+    assert header == ("| throughput, per second, by call | v1.0 | v1.1 | v1.1 + cache "
+                      "| v1.1 vs v1.0 | v1.1 + cache vs v1.0 |")
 
 
 def test_the_guide_documents_every_macro_and_condition(results: Path) -> None:
@@ -293,6 +293,8 @@ def test_a_table_names_the_parameter_its_rows_or_columns_are(results: Path,
                     '{{ table("throughput", block="callers") }}\n')
     text = render_file(page, path="docs/x/v1.md", store=RunStore(results)).markdown
     heads = [line for line in text.splitlines() if line.startswith("| throughput")]
-    assert heads == ["| throughput (/s) by callers | v1.0 | v1.1 | v1.1 + cache |",
-                     "| throughput (/s) | callers=32 |",
-                     "| throughput (/s) | v1.0 | v1.1 | v1.1 + cache |"]
+    # In words with units, never field names (analysis/metric.py's titles).
+    assert heads == ["| throughput, per second, by concurrent callers | v1.0 | v1.1 "
+                     "| v1.1 + cache |",
+                     "| throughput, per second | concurrent callers 32 |",
+                     "| throughput, per second | v1.0 | v1.1 | v1.1 + cache |"]
