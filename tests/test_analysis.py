@@ -65,8 +65,10 @@ def test_range_across_cells() -> None:
     def ch(pct: float) -> Change:
         return Change("throughput", Cell((100,)), Cell((100 + pct,)), Rule(min_rounds=1))
 
-    assert format_range([ch(6.2), ch(9.8), ch(8)]) == "+6–10 %"
-    assert format_range([ch(-6.2), ch(-9.8)]) == "−6–10 %"
+    assert format_range([ch(6.2), ch(9.8), ch(8)]) == "+6 % to +10 %"
+    assert format_range([ch(-6.8), ch(-8.2)]) == "−8 % to −7 %"  # never "−7–8 %"
+    assert format_range([ch(-2.2), ch(-0.3)]) == "−2 % to 0 %"  # never "−0–2 %"
+    assert format_range([ch(0.2), ch(2.4)]) == "0 % to +2 %"
     assert format_range([ch(-3), ch(5)]) == "−3.0 % to +5.0 %"
     assert format_range([ch(12)]) == "+12 %"
     with pytest.raises(AnalysisError):
@@ -121,3 +123,16 @@ def test_two_vm_builds_under_one_cpu_name_are_told_apart() -> None:
     assert machine_name({"cpu": "AMD EPYC", "cores": 2, "memory_gib": 23.5,
                          "kernel": "6.18.44-fc-v1272"}) \
         == "AMD EPYC, 2 cores, 23.5 GiB, kernel 6.18.44-fc-v1272"
+
+
+def test_signed_ranges_read_one_way() -> None:
+    """Each end of a range carries its sign and unit: nothing reads as "−7 % to +8 %"."""
+    from perfpages.analysis.method import format_differences
+
+    def ch(pct: float) -> Change:
+        return Change("throughput", Cell((100,)), Cell((100 + pct,)), Rule(min_rounds=1))
+
+    assert format_differences([-0.011, -0.032], "ms", 2) == "−0.03 ms to −0.01 ms"
+    assert format_differences([0.0, 0.5], "ms", 1) == "±0.0 ms to +0.5 ms"
+    assert format_range([ch(-3.2), ch(0.3)]) == "−3.2 % to +0.3 %"
+    assert format_range([ch(-7.6), ch(-7.8)]) == "−7.7 %"  # one whole number: no range

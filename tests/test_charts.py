@@ -281,3 +281,12 @@ def test_a_page_with_the_new_charts_matches_its_snapshot(tmp_path: Path, results
     if os.environ.get("PERFPAGES_UPDATE_GOLDEN"):
         GOLDEN.write_text(got, encoding="utf-8")
     assert got == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_labels_and_tooltips_never_print_scientific_notation() -> None:
+    from perfpages.site.axes import label
+
+    assert label(4850.3) == "4,850"  # a tooltip's "median 4,850", never "median 4.85e+03"
+    assert label(12345.6) == "12,300"
+    assert label(2.5) == "2.5" and label(0.25) == "0.25"
+    assert "e" not in label(0.000043)

@@ -186,8 +186,8 @@ def test_table_with_two_pinned_runs_lists_each_label_once(results: Path) -> None
     macros = Macros(Pins({"d": store.get(DEMO), "s": store.get(SWEEP)}))
     text = macros.table("throughput", rows="call", run="d", block="callers", change="v1.0")
     header = text.strip().split("\n")[0]
-    assert header == ("| throughput (/s) by call | v1.0 | v1.1 | v1.1 + cache | v1.1 vs v1.0 "
-                      "| v1.1 + cache vs v1.0 |")
+    assert header == ("| throughput, per second, by call | v1.0 | v1.1 | v1.1 + cache "
+                      "| v1.1 vs v1.0 | v1.1 + cache vs v1.0 |")
 
 
 def test_the_guide_documents_every_macro_and_condition(results: Path) -> None:
@@ -236,7 +236,8 @@ def test_changes_and_claims_across_two_pinned_runs(results: Path, tmp_path: Path
                          "m": RunStore(tmp_path).get("2026-11-07-synthetic-moved")}))
     with pytest.raises(ComparabilityError, match=r"machine\.cpu 'Synthetic CPU"):
         mixed.change("d:v1.0", "m:v1.0")
-    assert mixed.change("d:v1.0", "m:v1.0", allow_mixed=True) == "±0.0 % (0 of 3 clear)"
+    assert mixed.change("d:v1.0", "m:v1.0", allow_mixed=True) == \
+        "±0.0 % across 3 cells (0 of 3 clear)"
 
 
 def test_a_damaged_cache_is_read_again_from_the_archive(results: Path, tmp_path: Path) -> None:
@@ -292,6 +293,8 @@ def test_a_table_names_the_parameter_its_rows_or_columns_are(results: Path,
                     '{{ table("throughput", block="callers") }}\n')
     text = render_file(page, path="docs/x/v1.md", store=RunStore(results)).markdown
     heads = [line for line in text.splitlines() if line.startswith("| throughput")]
-    assert heads == ["| throughput (/s) by callers | v1.0 | v1.1 | v1.1 + cache |",
-                     "| throughput (/s) | callers=32 |",
-                     "| throughput (/s) | v1.0 | v1.1 | v1.1 + cache |"]
+    # In words with units, never field names (analysis/metric.py's titles).
+    assert heads == ["| throughput, per second, by concurrent callers | v1.0 | v1.1 "
+                     "| v1.1 + cache |",
+                     "| throughput, per second | concurrent callers 32 |",
+                     "| throughput, per second | v1.0 | v1.1 | v1.1 + cache |"]

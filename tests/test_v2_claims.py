@@ -68,8 +68,13 @@ def test_change_text_and_resolution_column(tmp_path: Path, results: Path) -> Non
     assert re.search(r"It resolves \d+\.\d(–\d+\.\d)? %\.", shown)
     header = re.search(r"<thead>.*?</thead>", html(site), re.S).group(0)  # type: ignore[union-attr]
     assert [h for h in re.findall(r"<th[^>]*>(.*?)</th>", header)] == [
-        "throughput (/s) by call", "base", "changed", "base-again", "changed vs base", "resolves",
-        "base-again vs base", "resolves"]
+        "throughput, per second, by call", "base", "changed", "base-again", "changed vs base",
+        "base-again vs base"]
+    # The intervals and resolutions are folded under the table, a pair of columns per change.
+    fold = re.search(r'<details class="perfpages-detail">.*?</details>', html(site), re.S)
+    assert fold is not None and fold.group(0).count("resolves</th>") == 2
+    assert len(re.findall(r"<td>\+\d+\.\d…\+\d+\.\d %</td>", fold.group(0))) >= 1
+    assert len(re.findall(r"<td>\d+\.\d %</td>", fold.group(0))) == 4  # 2 calls × 2 changes
     assert "no clear change" in shown and "clear gain" in shown
 
 

@@ -9,7 +9,7 @@ from math import isfinite
 from typing import TYPE_CHECKING, Any
 
 from perfpages.analysis.decision import RANGES, Cell, Change, Rule
-from perfpages.analysis.metric import format_number, format_value
+from perfpages.analysis.metric import format_value
 from perfpages.archive.manifest import Manifest
 from perfpages.errors import AnalysisError, ComparabilityError
 
@@ -108,7 +108,8 @@ def format_p(value: float | None) -> str:
 
 
 def format_range(changes: Sequence[Change], digits: int | None = None) -> str:
-    """The range of several changes as a page prints it: "+6–10 %", "−3 to +5 %", "+8 %"."""
+    """The range of several changes as a page prints it, each end signed: "+6 % to +10 %",
+    "−2 % to 0 %", "−3.0 % to +5.0 %", "+8 %"."""
     if not changes:
         raise AnalysisError("no changes to summarise")
     return _span([c.percent for c in changes], "%", digits)
@@ -121,7 +122,7 @@ def format_difference(value: float, unit: str = "", digits: int | None = None) -
 
 def format_differences(values: Sequence[float], unit: str = "",
                        digits: int | None = None) -> str:
-    """The range of several absolute differences: "+0.04–0.06 ms", "−0.01 to +0.03 ms"."""
+    """The range of several absolute differences: "+0.04 ms to +0.06 ms", "−0.01 ms to +0.03 ms"."""
     if not values:
         raise AnalysisError("no differences to summarise")
     return _span(list(values), unit, digits)
@@ -139,17 +140,18 @@ def _span(values: list[float], unit: str, digits: int | None) -> str:
     if unit == "%" and digits is None:  # the percent rule: whole numbers across a range
         if round(lo) == round(hi):
             return one(lo) if len(values) == 1 else one((lo + hi) / 2)
-        a, b = sorted((abs(lo), abs(hi)))
-        if lo >= 0 or hi <= 0:
-            return f"{'+' if lo >= 0 else '−'}{a:.0f}–{b:.0f} %"
+        if lo >= 0 or hi <= 0:  # each end signed: "−8 % to −7 %", never "−7–8 %"
+            return f"{_whole(lo)} to {_whole(hi)}"
         return f"{one(lo)} to {one(hi)}"
     if one(lo) == one(hi):
         return one(lo)
-    if lo >= 0 or hi <= 0:  # one sign: "+0.04–0.06 ms"
-        a, b = sorted((abs(lo), abs(hi)))
-        head = f"{a:.{digits}f}" if unit == "%" else format_number(a, digits)
-        return f"{'+' if lo >= 0 else '−'}{head}–{one(b)[1:]}"
     return f"{one(lo)} to {one(hi)}"
+
+
+def _whole(value: float) -> str:
+    """A range end in whole percent, signed; one that rounds to zero is "0 %", never "−0 %"."""
+    whole = round(value)
+    return "0 %" if whole == 0 else f"{_sign(whole)}{abs(whole)} %"
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from perfpages.analysis.metric import format_number
 from perfpages.errors import AnalysisError
 
 PAD = 12  # numeric points keep clear of the plot's edges
@@ -28,7 +29,12 @@ def label(value: float | str) -> str:
         return value
     if float(value).is_integer():
         return f"{int(value):,}"
-    return f"{value:,.3g}"
+    text = f"{value:,.3g}"  # three significant figures, never in scientific notation
+    if "e" not in text:
+        return text
+    if abs(value) >= 1:  # 4850.3: "4,850", not "4.85e+03"
+        return f"{round(float(f'{value:.3g}')):,}"
+    return format_number(value, min(-math.floor(math.log10(abs(value))) + 2, 12))
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:

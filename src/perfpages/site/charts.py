@@ -61,6 +61,11 @@ STYLE = """\
 }
 .perfpages-claim { text-decoration: underline dotted; text-underline-offset: .2em; }
 .perfpages-claim-failed { text-decoration: underline wavy var(--md-code-hl-special-color, red); }
+/* A claim's number links to its condition in the section's list (sentences.py). */
+.perfpages-claim-ref a { padding: 0 .15em; }
+.md-typeset .perfpages-conditions { font-size: .85em; color: var(--md-default-fg-color--light); }
+.md-typeset .perfpages-conditions summary { cursor: pointer; }
+.md-typeset .perfpages-conditions li { overflow-wrap: anywhere; }
 """
 
 

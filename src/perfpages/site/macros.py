@@ -15,6 +15,7 @@ from perfpages.analysis.decision import Cell, Change
 from perfpages.analysis.method import (
     format_change,
     format_differences,
+    format_percent,
     format_range,
     format_resolution,
 )
@@ -24,6 +25,8 @@ from perfpages.analysis.metric import (
     format_value,
     info,
     metrics_title,
+    parameter,
+    titled,
 )
 from perfpages.analysis.roundtrips import RoundTrips, round_trips
 from perfpages.analysis.tablefile import note_key
@@ -31,10 +34,10 @@ from perfpages.archive import files
 from perfpages.archive.manifest import Source
 from perfpages.archive.reader import path_part
 from perfpages.errors import AnalysisError
-from perfpages.site import escape
+from perfpages.site import escape, tables
 from perfpages.site.pins import Found, Pins, Side
 from perfpages.site.tripchart import TripSeries, trips_chart
-from perfpages.site.verdicts import judge, noise_rows, resolution
+from perfpages.site.verdicts import across, judge, noise_rows, resolution
 from perfpages.site.why import why
 
 # Unit conversions from a metric's archived unit: (archived, shown) -> factor.
@@ -76,6 +79,15 @@ def verdict(change: Change) -> str:
     return SHORT_VERDICT.get(text, "too few rounds" if text.startswith("too few") else text)
 
 
+def _words(name: str, value: Any = None) -> str:
+    """A parameter in words (`share_pct` → "offered load, % of capacity"), or one of its
+    values with them ("offered load 50 % of capacity")."""
+    title, unit = parameter(name)
+    if value is None:
+        return f"{title}, {unit}" if unit else title
+    return f"{title} {value} {unit}".rstrip()
+
+
 def _order(values: Iterable[Any], preferred: list[str]) -> list[Any]:
     unique = list(dict.fromkeys(values))
     if all(v in preferred for v in unique):
@@ -95,6 +107,7 @@ class Macros:
 
     def __init__(self, pins: Pins) -> None:
         self.pins = pins
+        self.shift_said = False  # what a table's change is, said under the page's first one
 
     def namespace(self) -> dict[str, Callable[..., Any]]:
         return {"table": self.table, "figure": self.figure, "change": self.change,
@@ -104,8 +117,8 @@ class Macros:
                 "why": lambda base, head, **kw: why(self.pins, base, head, **kw)}
 
     def _header(self, dimension: str, value: Any, unit: str) -> str:
-        if dimension == "metric":
-            return escape.md(f"{value} ({unit})" if unit else value)
+        if dimension == "metric":  # in words with its unit: "p50 latency, ms"
+            return escape.md(titled(info(value).title, unit))
         if dimension == "block":
             for loaded in self.pins.runs.values():
                 if value in loaded.manifest.blocks:
@@ -135,21 +148,23 @@ class Macros:
                         "or lay out the dimension that differs")
             grid[key] = f
         units = {m: scale(m, unit) for m in metrics}
-        corner = escape.md(rows)
+        # Headers in words with units, never field names: "throughput, per second, by call".
+        corner = escape.md(rows if rows in SELF_NAMED or rows == "metric" else _words(rows))
         if "metric" not in (rows, columns):
-            shown = units[metrics[0]][1]
-            corner = f"{metrics[0]} ({shown})" if shown else metrics[0]
+            corner = titled(info(metrics[0]).title, units[metrics[0]][1])
             # Rows of a parameter's bare values ("32") say which parameter they are.
-            corner = escape.md(corner if rows in SELF_NAMED else f"{corner} by {rows}")
+            corner = escape.md(corner if rows in SELF_NAMED else f"{corner}, by {_words(rows)}")
         header = [corner] + [self._header(columns, c, units[c][1] if columns == "metric" else "")
                              if columns in SELF_NAMED or columns == "metric"
-                             else escape.md(f"{columns}={c}") for c in col_keys]
+                             else escape.md(_words(columns, c)) for c in col_keys]
         extra = self._change_columns(change, rows, columns, row_keys, col_keys)
         # Method v2 runs: each change column is followed by what its comparisons resolve.
         exact = change is not None and any(self.pins.rule(f.run).exact for f in found)
-        for other in extra:
-            header += [escape.md(f"{other} vs {change}")] + ["resolves"] * exact
-        body = []
+        header += [escape.md(f"{other} vs {change}") for other in extra]
+        # Method v2: each change's interval and what it resolves, folded under the table.
+        detail_header = [header[0]] + [escape.md(f"{other} vs {change}: {what}")
+                                       for other in extra for what in ("interval", "resolves")]
+        body, detail = [], []
         for r in row_keys:
             line = [self._header(rows, r, units[r][1] if rows == "metric" else "")]
             for c in col_keys:
@@ -160,11 +175,21 @@ class Macros:
                 factor, _ = units[hit.metric]  # the unit is in the header, not in every cell
                 line.append(escape.md(cell_text(scaled(hit.cell, factor), "", digits, spread)
                                       + self._note(hit)))
+            folded = [line[0]]
             for other in extra:  # none without `change`
                 assert change is not None
-                line += self._change_cell(grid, change, other, r, rows, columns, exact)
+                shown, *more = self._change_cell(grid, change, other, r, rows, columns, exact)
+                line.append(shown)
+                folded += more
             body.append(line)
-        return "\n\n" + escape.table(header, body) + "\n\n" + self._sources(found)
+            detail.append(folded)
+        said, self.shift_said = self.shift_said, self.shift_said or exact  # once a page
+        shift = ("*A change is the shift of the paired rounds (Hodges–Lehmann), not the ratio "
+                 "of the medians beside it.*\n\n") if exact and not said else ""
+        fold = tables.folded(detail_header, detail, "Intervals, and what each comparison "
+                             "resolves") + "\n\n" if exact else ""
+        return ("\n\n" + escape.table(header, body) + "\n\n" + fold + shift
+                + self._sources(found))
 
     def _note(self, f: Found) -> str:
         """A transcribed cell's note as its source prints it: " (v3: 73.7)"; "" for none."""
@@ -195,16 +220,19 @@ class Macros:
 
     def _change_cell(self, grid: dict[tuple[Any, Any], Found], base: str, other: Any, r: Any,
                      rows: str, columns: str, exact: bool) -> list[str]:
-        """The change cell (and, with `exact`, its resolution cell)."""
+        """The change cell (and, with `exact`, its interval and resolution for the fold)."""
         if columns == "label":
             a, b = grid.get((r, base)), grid.get((r, other))
         else:  # labels are rows: compare this row's label with the base row, in column `other`
             a, b = grid.get((base, other)), grid.get((r, other))
         if a is None or b is None or (columns != "label" and r == base):
-            return ["—"] * (1 + exact)
+            return ["—"] * (1 + 2 * exact)
         c = judge(self.pins, a, b, a.metric)
-        shown = [escape.md(format_change(c, verdict=verdict(c)))]
-        return shown + [escape.md(format_resolution(resolution(self.pins, a, b, c)))] * exact
+        if not exact:
+            return [escape.md(format_change(c, verdict=verdict(c)))]
+        interval = format_change(c).partition(" (")[2].removesuffix(")") or "—"
+        return [escape.md(f"{format_percent(c.percent)} ({verdict(c)})"), escape.md(interval),
+                escape.md(format_resolution(resolution(self.pins, a, b, c)))]
 
     def figure(self, metric: str, *, unit: str | None = None, digits: int | None = None,
                spread: bool = True, **filters: Any) -> str:
@@ -235,6 +263,8 @@ class Macros:
         if len(changes) == 1 and not absolute:  # one cell: its interval too, under an exact rule
             return escape.md(format_change(changes[0], digits,
                                            verdict(changes[0]) if show_verdict else None))
+        if len(changes) > 1:  # a range over cells, said as such: not one cell's rounds
+            text = f"{text} {across(pairs)}"
         note = verdict(changes[0]) if len(changes) == 1 else \
             f"{sum(c.clear for c in changes)} of {len(changes)} clear"
         return escape.md(f"{text} ({note})" if show_verdict else text)

@@ -17,14 +17,15 @@ from typing import Any
 import jinja2
 import yaml
 
+from perfpages.analysis.certification import Certificate
 from perfpages.errors import PerfpagesError
-from perfpages.site import agreement, contrary, escape, family, lint
+from perfpages.site import agreement, cards, contrary, family, lint, sentences
 from perfpages.site import reproduction as repro
 from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
-from perfpages.site.pins import Pins, parse_front_matter
+from perfpages.site.pins import Pins, Side, parse_front_matter
 from perfpages.site.plots import Plots, chart_style
 from perfpages.site.store import Loaded, RunStore
 
@@ -151,7 +152,8 @@ class _Page:
             **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
             "claim": self.claim, "reproduction": self.reproduction,
             "reproduced": self.reproduced, "verdicts": self.verdicts,
-            "certification": self.certification, "certified": self.certified})
+            "certification": self.certification, "certified": self.certified,
+            "verdict": self.verdict})
 
     def _later(self, make: Callable[[], str]) -> str:
         self.later.append(make)
@@ -167,6 +169,19 @@ class _Page:
         family.certificates(self.pins, [], run, block)  # a wrong name stops at its line
         return self._later(lambda: family.certification_table(self.pins, self.claims, run,
                                                                block))
+
+    def verdict(self, base: Side, other: Side, metrics: list[str] | str | None = None,
+                **filters: Any) -> str:
+        """A verdict card: per metric the change, clear or not, what it resolves, and whether
+        its block is certified (settled once every claim of the page is in)."""
+        card = cards.build(self.pins, base, other, metrics, **filters)
+
+        def certify(alias: str, block: str) -> Certificate | None:
+            if not self.pins.rule(alias).exact:
+                return None
+            return family.certificates(self.pins, self.claims, alias, block)[0][1]
+
+        return self._later(lambda: cards.render(card, certify))
 
     def certified(self, block: str, *, run: str | None = None) -> Condition:
         """The block is certified (settled once every claim of the page is in)."""
@@ -226,15 +241,6 @@ def macro_names() -> frozenset[str]:
     return frozenset(_Page("", 0, Pins({})).namespace)
 
 
-def _sentence(claim: Claim) -> str:
-    css = "perfpages-claim" + ("" if claim.holds else " perfpages-claim-failed")
-    title = escape.md(f"checked: {claim.condition.expected}")
-    # A code span typed in the sentence stays one (the rest is plain text, escaped).
-    text = re.sub("&#96;(.+?)&#96;", r"<code>\1</code>", escape.md(claim.sentence))
-    note = f" ({escape.md(claim.condition.note)})" if claim.condition.note else ""
-    return f'<span class="{css}" title="{title}">{text}</span>{note}'
-
-
 def _shown(value: Any) -> Any:
     """What `{{ … }}` prints: a condition or a macro itself is refused, never published as
     `Condition(holds=True, …)` or `<function … at 0x…>`."""
@@ -256,24 +262,6 @@ def _environment(path: str, text: str) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
         # `{#id}` is attribute-list syntax in Markdown: keep Jinja comments out of its way.
         comment_start_string="{##", comment_end_string="##}", cache_size=0)
-
-
-def _annotate(text: str, claims: list[Claim]) -> str:
-    """Drop claim marks; after the paragraph of each failed claim, an admonition says why."""
-    lines = text.split("\n")
-    pending: list[tuple[int, Claim]] = []
-    for i, line in enumerate(lines):
-        for m in CLAIM_MARK.finditer(line):
-            claim = claims[int(m.group(1))]
-            if not claim.holds:
-                end = next((j for j in range(i, len(lines)) if not lines[j].strip()), len(lines))
-                pending.append((end, claim))
-        lines[i] = CLAIM_MARK.sub(lambda m: _sentence(claims[int(m.group(1))]), line)
-    for end, claim in sorted(pending, key=lambda p: p[0], reverse=True):
-        box = ["", '!!! failure "This claim does not hold"', "",
-               f"    {escape.md(claim.message)}", ""]
-        lines[end:end] = box
-    return "\n".join(lines)
 
 
 RUN_KEYS = ("default_run", "allow_failed", "perfpages", "charts")  # about a page's runs
@@ -331,7 +319,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              line=offset + line if line else None, key="macro",
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
-    text = _annotate(restore(text, saved), page.claims)
+    text = sentences.annotate(restore(text, saved), page.claims, CLAIM_MARK)
     stated = agreement.stated(path, pins.judged, pins.lines, offset,
                               {alias: loaded.manifest for alias, loaded in pins.runs.items()})
     return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpages.errors import PerfpagesError
-from perfpages.site import agreement, charts, header, page, tables
+from perfpages.site import agreement, cards, charts, header, page, tables
 from perfpages.site import runpages as runpage
 from perfpages.site import versions as version
 from perfpages.site.config import CSS, Site, rendered
@@ -34,7 +34,7 @@ from perfpages.site.store import RunStore
 MARK = ".perfpages-render"  # in a directory `render_site` wrote: the files it wrote (JSON)
 # What a generator makes from the rendered mkdocs.yml: its site_dir, and Zensical's cache
 DERIVED = ("site", ".cache")
-STYLE = charts.STYLE + tables.STYLE
+STYLE = charts.STYLE + tables.STYLE + cards.STYLE
 
 
 @dataclass

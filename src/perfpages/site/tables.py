@@ -44,6 +44,17 @@ STYLE = """\
 """
 
 
+def folded(header: list[str], rows: list[list[str]], summary: str) -> str:
+    """Secondary columns (intervals, resolutions) folded under their table: an HTML table in a
+    `<details>`, one block, so the table above fits the column. Cells come escaped."""
+    def line(cells: list[str], tag: str) -> str:
+        return "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>"
+
+    return (f'<details class="perfpages-detail"><summary>{summary}</summary><table><thead>'
+            + line(header, "th") + "</thead><tbody>" + "".join(line(r, "td") for r in rows)
+            + "</tbody></table></details>")
+
+
 def wrap(html: str) -> str:
     """Every table of a page's HTML inside `<div class="perfpages-table">`."""
     return _TABLE.sub(lambda m: f'<div class="{CLASS}">{m.group(0)}</div>', html)

@@ -16,6 +16,7 @@ from typing import Any
 
 from perfpages.analysis import certification, decision, noise
 from perfpages.analysis.decision import Change
+from perfpages.analysis.metric import parameter
 from perfpages.analysis.reading import noise_metrics
 from perfpages.errors import AnalysisError
 from perfpages.site import agreement, store
@@ -30,6 +31,20 @@ def judge(pins: Pins, a: Found, b: Found, metric: str) -> Change:
     pins.judged[key] = change
     pins.lines.setdefault(key, agreement.template_line())  # what the site-wide check names
     return change
+
+
+def across(pairs: list[tuple[Found, Found]]) -> str:
+    """What a range over several comparisons spans, said where it is printed: "across calls"
+    (one parameter varies and its name is a plural noun), else "across N cells"."""
+    cells = [a for a, _ in pairs]
+    varies = [k for k in dict.fromkeys(k for f in cells for k in f.params)
+              if len({str(f.params.get(k)) for f in cells}) > 1]
+    one_block = len({(f.run, f.block) for f in cells}) == 1
+    if len(varies) == 1 and one_block:  # "call" → "across calls", "clients" → "across clients"
+        name = varies[0] if "_" not in varies[0] else parameter(varies[0])[0]
+        if " " not in name:
+            return f"across {name if name.endswith('s') else name + 's'}"
+    return f"across {len(pairs)} cells"
 
 
 def note(pins: Pins, alias: str, found: list[certification.Found]) -> None:

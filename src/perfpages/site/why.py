@@ -83,15 +83,19 @@ def _costs(pins: Pins, alias: str, base: str, head: str, block: str) -> str:
     cells = len(pins.pairs(base, head, metric="throughput", run=alias, block=block)
                 or [None])
     return (f"**Cost per call** ({escape.md(base)} → {escape.md(head)}, median per label, "
-            f"across the block's {cells} cells):\n\n"
-            + escape.table(["cost per call", escape.md(base), escape.md(head), "change"], rows))
+            f"across the block's {cells} cells; the change is the shift of each cell's paired "
+            "rounds, not the ratio of the medians beside it):\n\n"
+            + escape.table(["cost per call", escape.md(base), escape.md(head),
+                            "change (paired shift)"], rows))
 
 
 def _span(values: list[float], unit: str) -> str:
+    """Medians over the block's cells: "2.21–2.71 ms across cells", so the range is not read
+    as one cell's rounds."""
     low, high = min(values), max(values)
     if format_value(low, unit) == format_value(high, unit):
         return format_value(low, unit)
-    return f"{format_value(low)}–{format_value(high, unit)}"
+    return f"{format_value(low)}–{format_value(high, unit)} across cells"
 
 
 def _flames(run_dir: Path, alias: str, block: str, base: str, head: str, top: int) -> str:
