@@ -109,3 +109,19 @@ def test_superseded_on_an_unversioned_page_names_its_replacement() -> None:
         with pytest.raises(PerfpagesError) as error:
             versions.notice({"superseded": bad}, "p.md")
         assert "p.md" in str(error.value) and "superseded" in str(error.value)
+
+
+def test_one_runs_twins_are_two_facts_not_two_readings() -> None:
+    """An A/A twin against the base and the original against it, on two pages, from one run:
+    each is a fact of that run (the pair's spread), never a disagreement; another run is."""
+    from perfpages.site.agreement import Stated, check
+
+    def said(page: str, verdict: str, cells: tuple[str, ...]) -> Stated:
+        return Stated(page, 1, ("throughput", "a", "{}", "b", "{}"), verdict, (1.0, 9.0),
+                      verdict, cells)
+
+    twin = said("x.md", "not clear", ("r:0.42.0", "r:0.43.0-again"))
+    original = said("y.md", "clear gain", ("r:0.42.0", "r:0.43.0"))
+    assert check([twin, original]) == []
+    other_run = said("z.md", "clear gain", ("s:0.42.0", "s:0.43.0"))
+    assert len(check([twin, other_run])) == 1

@@ -50,6 +50,9 @@ class Stated:
     verdict: str
     interval: tuple[float, float]
     text: str  # the verdict as the page states it, the way round it states it
+    # The cells it reads: within one run, two labels of one build (an A/A pair) are two
+    # measurements, each verdict a fact of the run, not two readings of one.
+    cells: tuple[str, ...] = ()
 
 
 def _shared(items: Iterable[Mapping[str, object]]) -> dict[str, object]:
@@ -122,7 +125,7 @@ def stated(page: str, judged: Mapping[tuple[object, ...], Change],
             interval = (_flip(interval[1]), _flip(interval[0]))
         comparison = (metric, *a, *b)
         out.append(Stated(page, offset + lines.get(key, 1), comparison, verdict, interval,
-                          text))
+                          text, tuple(sorted([f"{ma.id}:{label_a}", f"{mb.id}:{label_b}"]))))
     return out
 
 
@@ -132,6 +135,13 @@ def _agree(x: Stated, y: Stated) -> bool:
     if x.verdict == NOT_CLEAR:
         return True
     return x.interval[0] <= y.interval[1] and y.interval[0] <= x.interval[1]
+
+
+def _twins(x: Stated, y: Stated) -> bool:
+    """Verdicts of one run on different labels of the same builds (the A/A twin against the
+    base, the original against it): both are facts of that run."""
+    runs = {c.split(":", 1)[0] for c in (*x.cells, *y.cells)}
+    return len(runs) == 1 and x.cells != y.cells
 
 
 def check(pages: Iterable[Stated]) -> list[str]:
@@ -145,7 +155,8 @@ def check(pages: Iterable[Stated]) -> list[str]:
     for comparison, items in by.items():
         for i, x in enumerate(items):
             for y in items[i + 1:]:
-                if x.page == y.page or _agree(x, y) or (x.page, y.page, comparison) in seen:
+                if x.page == y.page or _agree(x, y) or (x.page, y.page, comparison) in seen \
+                        or _twins(x, y):
                     continue
                 seen.add((x.page, y.page, comparison))
                 what = f"{comparison[2]}, {comparison[0]}"

@@ -22,9 +22,9 @@ def _sentence(claim: Claim, number: int) -> str:
     text = re.sub("&#96;(.+?)&#96;", r"<code>\1</code>", escape.md(claim.sentence))
     # What the claim concedes (despite=…, uncertified_ok=…) is printed beside it, for every reader.
     note = f" ({escape.md(claim.condition.note)})" if claim.condition.note else ""
-    return (f'<span class="{css}" id="claim-{number}" title="{title}">{text}</span>'
+    return (f'<span class="{css}" id="claim-{number}" title="{title}">{text}</span>{note}'
             f'<sup class="perfpages-claim-ref"><a href="#claim-{number}-checked">'
-            f"{number}</a></sup>{note}")
+            f"{number}</a></sup>")
 
 
 def _conditions(shown: list[tuple[int, Claim]]) -> list[str]:
