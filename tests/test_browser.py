@@ -42,7 +42,7 @@ KNOWN: dict[tuple[str, int], str] = {
     (QAG + "v2/", 1280): BOTH,  # the flame graph's text
     (QAG + "v3/", 1280): BOTH,  # the flame graph's text
     ("performance/queryapigate-published/v1/", 1280): TABLES,
-    ("performance/queryapigate-published/v1/", 390): BOTH,
+    ("performance/queryapigate-published/v1/", 390): TABLES,
     (QAG + "v3/", 390): BOTH,
     **{(page, 390): BOTH for page in [QAG + "network/", QAG + "v1/", QAG + "v2/",
                                       SIZING + "v1/", SIZING + "v2/", SKY + "network/",
