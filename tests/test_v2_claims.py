@@ -242,3 +242,18 @@ def test_table_report_claims_and_fail_on_agree_under_the_exact_rule(
     assert conditions.slower("a", "b", block="blk").holds == (expected.verdict == "clear loss")
     assert conditions.overlap("a", "b", block="blk").holds == (not expected.separated)
     assert bool(data_["losses"]) == (expected.verdict == "clear loss")  # --fail-on loss
+
+
+def test_overlap_under_the_exact_rule_says_what_it_checks(results: Path) -> None:
+    """Under the exact test overlap() means "no clear change in any cell": its message says so
+    and lists each cell's change with its p, not ranges the test did not read (issue 38)."""
+    conditions = Conditions(Pins({"r": RunStore(results).get(V2)}))
+    aa = conditions.overlap("base", "base-again", block="callers")
+    assert aa.holds
+    assert aa.expected == "no clear change between base and base-again in any cell (throughput)"
+    assert "p " in aa.data and " vs " not in aa.data
+    changed = conditions.overlap("base", "changed", block="callers")
+    assert not changed.holds and "clear gain" in changed.data
+    ranges = Conditions(Pins({"r": RunStore(results).get(DEMO)})).overlap(
+        "v1.0", "v1.1", block="callers")
+    assert ranges.expected.startswith("the ranges of v1.0 and v1.1 overlap in every cell")

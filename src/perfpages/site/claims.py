@@ -289,15 +289,23 @@ class Conditions(RunConditions):
 
     def overlap(self, base: Side, other: Side, metric: str = "throughput",
                 **filters: Any) -> Condition:
-        """The ranges of `base` and `other` overlap in every cell."""
-        items, ok = [], True
+        """No clear change between `base` and `other` in any cell: under the exact test, every
+        cell's p at or above α; under the ranges rule, every cell's ranges overlap."""
+        items, ok, exact = [], True, False
         for f, c, _ in self._changes(base, other, metric, filters):
             ok &= not c.separated
-            items.append(f"{where_of(f, base)}: {format_number(c.base.min)}–"
-                         f"{format_number(c.base.max)} vs {format_number(c.other.min)}–"
-                         f"{format_number(c.other.max)}")
-        return Condition(ok, f"the ranges of {side_text(base)} and {side_text(other)} overlap "
-                             f"in every cell ({metric})", listing(items))
+            if c.test is not None:  # the exact rule: the test decides, not the ranges
+                exact = True
+                items.append(f"{where_of(f, base)}: {format_change(c, None, verdict(c))}, "
+                             f"p {format_number(c.test.p)}")
+            else:
+                items.append(f"{where_of(f, base)}: {format_number(c.base.min)}–"
+                             f"{format_number(c.base.max)} vs {format_number(c.other.min)}–"
+                             f"{format_number(c.other.max)}")
+        a, b = side_text(base), side_text(other)
+        expected = (f"no clear change between {a} and {b} in any cell ({metric})" if exact else
+                    f"the ranges of {a} and {b} overlap in every cell ({metric})")
+        return Condition(ok, expected, listing(items))
 
     def best(self, x: str, value: Any, metric: str = "throughput", *, clear: bool = False,
              largest: bool | None = None, despite: str | Sequence[str] = (),
