@@ -194,3 +194,17 @@ def test_a_suite_with_an_aa_pair_runs_and_reports_its_noise_floor(tmp_path: Path
     assert "A/A (same build) lookup: a-again vs a, throughput" in term.stdout
     assert "preflight lookup:" in term.stdout
     assert perfpages("bench.verify").returncode == 0
+
+
+def test_exact_rule_aa_note_defers_to_certification(tmp_path: Path) -> None:
+    """Under the exact rule an A/A cell clear at α on its own is not "the machine is not stable":
+    the note points at the block's certification (Holm over its A/A cells) and no warning
+    contradicts it."""
+    from v2runs import write_v2
+
+    run_id = write_v2(tmp_path, "2026-12-08-synthetic-v2-aa-clear", aa_shift=0.05)
+    data = report.build(open_run(tmp_path / run_id))
+    notes = [n for n in data["notes"] if n.startswith("A/A (same build)")]
+    clear = [n for n in notes if "clear at α on its own" in n]
+    assert clear and all("Holm" in n for n in clear)
+    assert not any("identical builds differ clearly" in n for n in notes + data["warnings"])

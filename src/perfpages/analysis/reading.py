@@ -359,7 +359,7 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
                       "steady": r.steady} for r in aa],
         preflight=checks, machine_load=shared, generator=generator,
         notes=notes + [line for f in paired for line in f.lines()]
-        + [said.noise_line(r) for r in aa]
+        + [said.noise_line(r, rule.exact) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
         + [f"preflight {preflight.line(r)}" for r in checks],
         items=items, aa=[aa_json(f) for f in aa_all],

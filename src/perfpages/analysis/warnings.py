@@ -148,10 +148,14 @@ def notes(lines: list[str]) -> list[Item]:
     return [Item(NOTE, line) for line in lines]
 
 
-def noise_line(row: Any) -> str:
-    """A/A row as a note (with a warning when identical builds differ clearly)."""
-    flag = (f" {WARN} identical builds differ clearly: the machine or the method is not stable"
-            if row.clear else "")
+def noise_line(row: Any, exact: bool = False) -> str:
+    """A/A row as a note. Under the ranges rule a clear cell is a warning; under the exact rule
+    a cell clear at α on its own is expected now and then, and the block's certification
+    (Holm's correction over all its A/A cells) is what says whether to trust it."""
+    flag = ("" if not row.clear else
+            " (a cell clear at α on its own; whether the block is certified is decided over "
+            "all its A/A cells with Holm's correction: see its certification)" if exact else
+            f" {WARN} identical builds differ clearly: the machine or the method is not stable")
     return (f"A/A (same build) {row.block}: {row.pair}, {row.metric}: {row.text} — the noise "
             f"floor{flag}")
 
