@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfpages.analysis import report
-from perfpages.archive import files, frame, preflight
+from perfpages.analysis import frame, report
+from perfpages.archive import files, vocabulary
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import open_run, read_manifest, verify
 from perfpages.archive.window import Window, params_key
@@ -103,8 +103,8 @@ def _window(label: str, rnd: int, figures: dict[str, float] | None, attempt: int
 
 
 QUIET = {"busy_pct": 50.0, "others_pct": 1.0, "steal_pct": 0.0}
-BUSY = {"busy_pct": 90.0, "others_pct": preflight.OTHERS_PCT + 5, "steal_pct": 0.0}
-STOLEN = {"busy_pct": 50.0, "others_pct": 0.0, "steal_pct": preflight.STEAL_PCT + 1}
+BUSY = {"busy_pct": 90.0, "others_pct": vocabulary.BUSY_OTHERS_PCT + 5, "steal_pct": 0.0}
+STOLEN = {"busy_pct": 50.0, "others_pct": 0.0, "steal_pct": vocabulary.BUSY_STEAL_PCT + 1}
 
 
 def test_busy_cells_are_found_by_the_preflight_thresholds_in_run_order() -> None:
@@ -186,8 +186,8 @@ def _bench(tmp: Path, rule: str = "wilcoxon", settings: bool = False, rounds: in
 def thresholds(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     """Every window busy (-1) or none (a huge threshold): the preflight's rule, deterministic."""
     def set_to(value: float) -> None:
-        monkeypatch.setattr(preflight, "OTHERS_PCT", value)
-        monkeypatch.setattr(preflight, "STEAL_PCT", value)
+        monkeypatch.setattr(vocabulary, "BUSY_OTHERS_PCT", value)
+        monkeypatch.setattr(vocabulary, "BUSY_STEAL_PCT", value)
     return set_to
 
 
@@ -196,7 +196,7 @@ def busy_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """calls (both labels, 3 rounds) and profile (one round, py-spy), every window busy."""
     tmp = tmp_path_factory.mktemp("v2")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(preflight, "OTHERS_PCT", -1.0)
+        mp.setattr(vocabulary, "BUSY_OTHERS_PCT", -1.0)
         yield run(Options(suite="tinyhttp", benchmarks=_bench(tmp), results=tmp / "results",
                           blocks=["calls", "profile"], seed=8), quiet())
 

@@ -18,6 +18,7 @@ import pytest
 
 from perfpages.analysis import report
 from perfpages.archive import preflight as rule
+from perfpages.archive import vocabulary
 from perfpages.archive.reader import open_run
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter, utc_now
@@ -116,7 +117,7 @@ def test_a_competing_process_is_seen_waited_for_and_archived(
     finally:
         watch.close()
     listed = {p["pid"]: p for p in record["processes"]}
-    assert listed[busy]["cpu_pct"] > rule.OTHERS_PCT and "why" not in listed[busy]
+    assert listed[busy]["cpu_pct"] > vocabulary.BUSY_OTHERS_PCT and "why" not in listed[busy]
     assert listed[idle] == {"pid": idle, "name": "postgres", "cpu_pct": listed[idle]["cpu_pct"],
                             "why": "PostgreSQL"}
     assert os.getpid() not in listed  # the run's own processes are never rivals
@@ -220,3 +221,16 @@ def test_run_page_and_performance_page_show_a_busy_machine(busy_results: Path) -
     calm = render(page, {"runs": {"r": "2026-11-09-synthetic-calm"}}, path="p.md", offset=0,
                   store=store)
     assert not any(i.kind in ("busy", "windows") for i in header.items(calm.runs["r"]))
+
+
+def test_the_run_and_the_analysis_call_the_same_windows_busy() -> None:
+    """Both apply `archive.vocabulary`'s thresholds: the run to choose what to measure again,
+    the analysis to count busy windows; on every side of each threshold they agree."""
+    from perfpages.analysis import machine_load
+    values = [None, 0.0, vocabulary.BUSY_STEAL_PCT, vocabulary.BUSY_STEAL_PCT + 0.1,
+              vocabulary.BUSY_OTHERS_PCT, vocabulary.BUSY_OTHERS_PCT + 0.1, 150.0]
+    cases = [None] + [{k: v for k, v in (("others_pct", o), ("steal_pct", s)) if v is not None}
+                      for o in values for s in values]
+    said = [(preflight.busy(c), machine_load.busy(c)) for c in cases]
+    assert all(a == b for a, b in said)
+    assert sum(a for a, _ in said) == 34  # 2 busy others × 7 steal + 5 quiet × 4 busy steal

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from perfpages._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from perfpages.archive.frame import load
+    from perfpages.analysis.frame import load
     from perfpages.archive.reader import Run, open_run
     from perfpages.archive.secrets import Public, Secret
     from perfpages.errors import PerfpagesError
@@ -53,7 +53,7 @@ _PUBLIC = {
     "Load": "perfpages.loadgen.spec", "Request": "perfpages.loadgen.spec",
     "PerfpagesError": "perfpages.errors",
     "Run": "perfpages.archive.reader", "open_run": "perfpages.archive.reader",
-    "load": "perfpages.archive.frame",
+    "load": "perfpages.analysis.frame",
 }
 
 __all__ = [  # the same names as _PUBLIC (a test checks), spelled out for type checkers

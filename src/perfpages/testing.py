@@ -144,13 +144,14 @@ def _floor(writer: object, rng: random.Random, block: str, position: str,
 def _preflight(writer: Any, block: str, clock: datetime, busy: bool) -> None:
     """A preflight record as the runner writes it: quiet, or busy with a competing server."""
     from perfpages.archive import preflight
+    from perfpages.run.preflight import reasons  # the runner's own rule
 
     found = [{"pid": 4242, "name": "postgres", "cpu_pct": 35.0, "why": "PostgreSQL"}] * busy
     record = {"time": clock.isoformat() + "Z", "block": block, "seconds": 2.0, "cores": 2,
               "load1": 1.9 if busy else 0.1, "busy_pct": 42.0 if busy else 3.0,
               "own_pct": 2.0, "others_pct": 40.0 if busy else 1.0, "steal_pct": 0.0,
               "processes": found, "waited_s": 60.0 if busy else 0.0, "checks": 13 if busy else 1}
-    record["reasons"] = preflight.reasons(record, found)
+    record["reasons"] = reasons(record, found)
     record["busy"] = bool(record["reasons"])
     path = writer.run_dir / preflight.PREFLIGHT_FILE
     old = path.read_text() if path.is_file() else ""

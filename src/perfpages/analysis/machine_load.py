@@ -1,6 +1,6 @@
 """The machine's load during a run, as reports state it: the load generator's own CPU per HTTP
 cell, the preflight checks, and the measured windows during which other processes or steal
-kept the machine busy (archive.preflight decides what is busy)."""
+kept the machine busy (`busy`, with the thresholds of `archive.vocabulary`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,29 @@ from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.tidy import Tidy
-from perfpages.archive import preflight
+from perfpages.archive import vocabulary
 from perfpages.archive.reader import Run
+
+
+def busy(figures: dict[str, Any] | None) -> bool:
+    """Whether a window's machine figures call it busy (None: not recorded, not busy): the
+    run decided the same as it measured (`run.preflight.busy`), from the same thresholds (read
+    at each call, as the run reads them)."""
+    if figures is None:
+        return False
+    others, steal = figures.get("others_pct"), figures.get("steal_pct")
+    return ((others is not None and others > vocabulary.BUSY_OTHERS_PCT)
+            or (steal is not None and steal > vocabulary.BUSY_STEAL_PCT))
+
+
+def line(record: dict[str, Any]) -> str:
+    """One preflight as the report and the pages say it."""
+    figures = (f"load {record['load1']:.2f}, CPU busy {record['busy_pct']:.0f} % of a core "
+               f"(others {record['others_pct']:.0f} %), steal {record['steal_pct']:.1f} %")
+    waited = f"; waited {record['waited_s']:.0f} s" if record.get("waited_s") else ""
+    if not record["busy"]:
+        return f"{record['block']}: quiet ({figures}){waited}"
+    return f"{record['block']}: the machine was busy ({'; '.join(record['reasons'])}){waited}"
 
 
 def generator_cpu(tidy: Tidy) -> list[dict[str, Any]]:
@@ -35,7 +56,7 @@ def windows(run: Run) -> list[dict[str, Any]]:
                 "busy_again": 0, "others_max": 0.0, "steal_max": 0.0})
             first = w.attempt == 1
             entry["windows" if first else "again"] += 1
-            entry["busy" if first else "busy_again"] += preflight.busy(w.machine)
+            entry["busy" if first else "busy_again"] += busy(w.machine)
             entry["others_max"] = max(entry["others_max"], w.machine.get("others_pct", 0.0))
             entry["steal_max"] = max(entry["steal_max"], w.machine.get("steal_pct", 0.0))
     return list(out.values())

@@ -361,7 +361,7 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
         notes=notes + [line for f in paired for line in f.lines()]
         + [said.noise_line(r, rule.exact) for r in aa]
         + [f"mixed runs allowed: {d}" for d in differences]
-        + [f"preflight {preflight.line(r)}" for r in checks],
+        + [f"preflight {machine_load.line(r)}" for r in checks],
         items=items, aa=[aa_json(f) for f in aa_all],
         losses=[loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                 if c.clear and c.better is False and pair not in twins],

@@ -22,10 +22,16 @@ from typing import Any
 from perfpages.analysis import decision
 from perfpages.analysis.certification import Certificate
 from perfpages.analysis.decision import Change
+from perfpages.analysis.machine_load import line
 from perfpages.analysis.method import drifted, format_percent
 from perfpages.analysis.metric import format_number
-from perfpages.archive import preflight
-from perfpages.archive.vocabulary import FAULT_METRICS, PGBENCH, SCOPE_TEXTS, WARNED_SCOPES
+from perfpages.archive import vocabulary
+from perfpages.archive.vocabulary import (
+    FAULT_METRICS,
+    PGBENCH,
+    SCOPE_TEXTS,
+    WARNED_SCOPES,
+)
 
 # The kinds, in rank order (an item's rank is its kind's place here).
 SCOPE, FAULTS, ROUNDS, DRIFT, SATURATED, NOTE, NOISY, MIXED, BUSY, WINDOWS, GENERATOR, \
@@ -174,7 +180,7 @@ def busy(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[Item
     """A busy preflight; every block with windows on a busy machine, in one line from
     `machine_load.windows`' counts: busy windows of the rounds, and those measured again
     (method v2 measures a cell again when the machine was busy during it)."""
-    out = [Item(BUSY, f"preflight {preflight.line(r)}", str(r["block"]))
+    out = [Item(BUSY, f"preflight {line(r)}", str(r["block"]))
            for r in records if r["busy"]]
     blocks: dict[str, list[dict[str, Any]]] = {}
     for x in load:
@@ -189,7 +195,7 @@ def busy(records: list[dict[str, Any]], load: list[dict[str, Any]]) -> list[Item
             f"{sum(x['windows'] for x in xs)} windows (" + (f"{labels}; " if labels else "")
             + f"other processes up to {max(x['others_max'] for x in xs):.0f} % of a core, "
             f"steal up to {max(x['steal_max'] for x in xs):.1f} %; busy: above "
-            f"{preflight.OTHERS_PCT:g} % or {preflight.STEAL_PCT:g} %)"
+            f"{vocabulary.BUSY_OTHERS_PCT:g} % or {vocabulary.BUSY_STEAL_PCT:g} %)"
             + (f"; {again} measured again" + (f", {still} of them busy again" if still else "")
                if again else ""), block))
     return out

@@ -1,6 +1,7 @@
 """The words a run is read in, declared once: its scopes and what a reader is told of each, the
-decision rules and the method's design defaults, the metrics a run's health is read from and
-the kinds of floor. Every module that names one of them imports it from here.
+decision rules and the method's design defaults (a busy machine's thresholds among them), the
+metrics a run's health is read from and the kinds of floor. Every module that names one of them
+imports it from here.
 """
 
 from __future__ import annotations
@@ -38,6 +39,18 @@ POWER = 0.80  # the power a resolution is stated at
 TARGET_PCT = 20.0
 MIN_ROUNDS = 5  # rounds a side for a verdict
 DRIFT_THRESHOLD = 0.10  # a floor's change beyond which the machine drifted (a fraction)
+
+# A busy machine: the run applies these before each block and to each window as it measures
+# (`perfpages.run.preflight`), the analysis to the windows it counts (`analysis.machine_load`).
+# CPU in percent of one core (100 = one core busy all the time); steal in percent of the
+# machine's CPU time, as `top` shows it.
+# Other processes' CPU above a tenth of a core: a neighbour that size moves a 1-2 % noise floor.
+BUSY_OTHERS_PCT = 10.0
+# Steal above 2 % of the machine: the hypervisor gives the cores to other guests, unseen here.
+BUSY_STEAL_PCT = 2.0
+# Any other PostgreSQL server, pgbench, perfpages run or test suite counts however idle it looks
+# now: it wakes up (autovacuum, checkpoints, its next test) in the middle of a window.
+COMPETING = ("PostgreSQL", "pgbench", "perfpages", "pytest", "invoke")
 
 # Metrics: a floor's rate (pgbench's transactions, an HTTP floor's requests), in order of
 # preference, and the counts that make a cell's rounds suspect.

@@ -5,7 +5,7 @@ load average, the whole machine's CPU and steal from /proc/stat, and every proce
 /proc/PID/stat. Processes of this run's own tree (the runner, its PostgreSQL servers, subjects,
 load workers, pgbench) are told apart by walking parent pids; the others that compete (another
 PostgreSQL, pgbench, perfpages, pytest or invoke process, or anything above a tenth of a core)
-make the machine busy (the rule and thresholds: `perfpages.archive.preflight`). A busy machine
+make the machine busy (`reasons`; the thresholds: `perfpages.archive.vocabulary`). A busy machine
 is sampled again every few seconds up to the wait limit, then the block goes on and the record
 says busy. Every preflight is archived in diagnostics/preflight.jsonl, with process names
 (comm) only, never command lines (they may hold secrets).
@@ -29,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from perfpages.archive import preflight as rule
+from perfpages.archive import preflight as archived
+from perfpages.archive import vocabulary
 from perfpages.archive.writer import ArchiveWriter, utc_now
 
 SAMPLE_S = 2.0  # one preflight sample: long enough to see a process that wakes every second
@@ -45,6 +46,32 @@ NAMES = {"postgres": "PostgreSQL", "postmaster": "PostgreSQL", "pgbench": "pgben
          "perfpages": "perfpages", "pytest": "pytest", "py.test": "pytest", "invoke": "invoke",
          "inv": "invoke"}
 
+
+
+def reasons(figures: dict[str, Any], processes: list[dict[str, Any]] | None = None) -> list[str]:
+    """Why the machine was busy (nothing: it was quiet), from a preflight's or a window's
+    figures and the competing processes a preflight found."""
+    out = []
+    others = figures.get("others_pct")
+    if others is not None and others > vocabulary.BUSY_OTHERS_PCT:
+        out.append(f"other processes used {others:.0f} % of a core, "
+                   f"above {vocabulary.BUSY_OTHERS_PCT:g} %")
+    steal = figures.get("steal_pct")
+    if steal is not None and steal > vocabulary.BUSY_STEAL_PCT:
+        out.append(f"CPU steal {steal:.1f} %, above {vocabulary.BUSY_STEAL_PCT:g} %")
+    rivals = [p for p in processes or [] if p.get("why") in vocabulary.COMPETING]
+    if rivals:
+        names = ", ".join(f"{p['name']} {p['pid']}" for p in rivals[:6])
+        more = f" and {len(rivals) - 6} more" if len(rivals) > 6 else ""
+        word = "process" if len(rivals) == 1 else "processes"
+        out.append(f"{len(rivals)} competing {word} ({names}{more})")
+    return out
+
+
+def busy(figures: dict[str, Any] | None) -> bool:
+    """Whether a window's machine figures call it busy, as the run decides what to measure
+    again (None: not recorded, not busy); `analysis.machine_load.busy` counts the same."""
+    return figures is not None and bool(reasons(figures))
 
 @dataclass(frozen=True)
 class Proc:
@@ -196,7 +223,7 @@ def sample(seconds: float = SAMPLE_S, external_server: bool = False) -> dict[str
         head = pid  # a server's backends (a parent of the same kind) are listed as the server
         while why[head] and why.get(after[head].ppid) == why[head]:
             head = after[head].ppid
-        if why[head] or cpu[pid] > rule.OTHERS_PCT:
+        if why[head] or cpu[pid] > vocabulary.BUSY_OTHERS_PCT:
             entry = listed.setdefault(head, {"pid": head, "name": after[head].name,
                                              "cpu_pct": 0.0, **({"why": why[head]}
                                                                 if why[head] else {})})
@@ -204,7 +231,7 @@ def sample(seconds: float = SAMPLE_S, external_server: bool = False) -> dict[str
     found = sorted(({**p, "cpu_pct": round(p["cpu_pct"], 1)} for p in listed.values()),
                    key=lambda p: (-p["cpu_pct"], p["pid"]))
     out["processes"] = found[:MAX_LISTED]
-    out["reasons"] = rule.reasons(out, found)
+    out["reasons"] = reasons(out, found)
     return out
 
 
@@ -273,11 +300,11 @@ class Watch:
         record = {"time": utc_now(), "block": block, **found, "waited_s": round(waited, 1),
                   "checks": checks, "busy": bool(found["reasons"])}
         if self.records is None:  # a resumed run keeps the preflights of its first part
-            path = writer.run_dir / rule.PREFLIGHT_FILE
+            path = writer.run_dir / archived.PREFLIGHT_FILE
             lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
             self.records = [ln for ln in lines if _whole(ln)]  # not a line a crash cut short
-        self.records.append(rule.dumps(record))
-        writer.write_file(rule.PREFLIGHT_FILE, "\n".join(self.records) + "\n")
+        self.records.append(archived.dumps(record))
+        writer.write_file(archived.PREFLIGHT_FILE, "\n".join(self.records) + "\n")
         return record
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
-from perfpages.archive.preflight import line
+from perfpages.analysis.machine_load import line
 from perfpages.site import escape
 
 

@@ -1,4 +1,6 @@
-"""The tidy table of a run: one row per (run, block, label, round, parameters, metric)."""
+"""The tidy table of a run: one row per (run, block, label, round, parameters, metric), by the
+rule every reader counts a run by (`counted`: which windows count; `round_metrics`: a round's
+value of every metric)."""
 
 from __future__ import annotations
 
