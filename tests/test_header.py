@@ -213,3 +213,33 @@ def test_a_block_resolves_one_figure_on_the_page_and_its_run_page(results: Path)
     assert lines and len(rows) == 1
     stated = lines["callers"].split("resolves ")[1]
     assert f"| {stated} |" in rows[0].replace("&#95;", "_")
+
+
+SECTIONS = ("# Perf\n\nIntro without a figure.\n\n## The short answer {#short}\n\n"
+            "{{ figure('throughput', label='base', run='new', block='callers', "
+            "where={'call': 'page'}) }}\n\n```\n## not a section\n```\n\n"
+            "{{ figure('throughput', label='base', run='new', block='callers', "
+            "where={'call': 'page'}) }}\n\n## Calls\n\n### A subsection\n\n"
+            "{{ figure('throughput', label='base', run='new', block='callers', "
+            "where={'call': 'page'}) }}\n\n## Network\n\n"
+            "{{ figure('throughput', label='base', run='old', block='callers', "
+            "where={'call': 'page'}) }}\n\n## Limits\n\nNo figure.\n")
+
+
+def test_the_header_names_the_run_each_section_reads(results: Path) -> None:
+    """Generated from the macros each `## ` section calls (never typed): sections grouped by
+    the runs they read, one line when they all read one, pinned runs no section reads named."""
+    done = render(SECTIONS, {"runs": {"new": CALM, "old": NOISY, "spare": ALONE}}, path="p.md",
+                  offset=0, store=RunStore(results))
+    by = header.sections(SECTIONS, done.read)
+    assert by == {"The short answer": ["new"], "Calls": ["new"], "Network": ["old"]}
+    line = header.reads(done.runs, by)
+    assert line == (f"Runs by section: The short answer, Calls: <code>{CALM}</code> · Network: "
+                    f"<code>{NOISY}</code>. Pinned, read by no section: <code>{ALONE}</code>."
+                    "\n\n")
+    one = SECTIONS.replace("run='old'", "run='new'")
+    done = render(one, {"runs": {"new": CALM}}, path="p.md", offset=0, store=RunStore(results))
+    assert header.reads(done.runs, header.sections(one, done.read), "perf/p.md", "runs") == (
+        f"Every section reads [<code>{CALM}</code>](../runs/{CALM}.md).\n\n")
+    shown = header.markdown(done.runs, by_section=header.sections(one, done.read))
+    assert shown.index("Measured on") < shown.index("Every section reads")

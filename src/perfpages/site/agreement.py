@@ -29,13 +29,19 @@ FLIP = {GAIN: LOSS, LOSS: GAIN, NOT_CLEAR: NOT_CLEAR}
 
 def template_line() -> int:
     """The template line of the innermost Jinja frame calling us (Jinja maps Python lines)."""
+    return in_template() or 1
+
+
+def in_template() -> int | None:
+    """The template line of the innermost Jinja frame calling us; None outside a template (a
+    check after the page is rendered)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         template = frame.f_globals.get("__jinja_template__")
         if template is not None:
             return int(template.get_corresponding_lineno(frame.f_lineno))
         frame = frame.f_back
-    return 1
+    return None
 
 
 @dataclass(frozen=True)

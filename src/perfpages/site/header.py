@@ -10,6 +10,7 @@ known about its runs. A run's reading is made once per run and cached beside its
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
@@ -19,7 +20,7 @@ from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 from perfpages.archive.vocabulary import SCOPE_TEXTS, SCOPE_TITLES
-from perfpages.site import escape
+from perfpages.site import escape, lint
 from perfpages.site.claims import Claim
 from perfpages.site.macros import source_link
 from perfpages.site.store import Loaded, reading
@@ -183,10 +184,64 @@ def machine(runs: Mapping[str, Loaded]) -> str:
             "runs are not comparable as numbers.\n\n")
 
 
+INTRO = "Introduction"  # what a page says before its first `## ` section
+HEADING = re.compile(r"^##\s+(.*?)\s*(?:\{[^}]*\})?\s*#*\s*$")
+
+
+def sections(body: str, read: Sequence[tuple[int, str]]) -> dict[str, list[str]]:
+    """The runs each `## ` section of a page's body reads, in page order: `read` is what its
+    macros read, (line of the body, alias) as `Pins.read` notes them; a section whose macros
+    read no run is left out."""
+    lines = body.split("\n")
+    starts: list[tuple[int, str]] = [(1, INTRO)]
+    for number, (text, code) in enumerate(zip(lines, lint.fenced(lines), strict=True), 1):
+        found = None if code else HEADING.match(text)
+        if found:
+            starts.append((number, found.group(1)))
+    out: dict[str, list[str]] = {}
+    for line, alias in sorted(read):
+        title = next(t for start, t in reversed(starts) if start <= line)
+        if alias not in out.setdefault(title, []):
+            out[title].append(alias)
+    order = [t for _, t in starts]
+    return {t: out[t] for t in sorted(out, key=order.index)}
+
+
+def reads(runs: Mapping[str, Loaded], by_section: Mapping[str, list[str]],
+          page_src: str | None = None, run_pages: str | None = None) -> str:
+    """One line saying which run each section reads, generated from what its macros read:
+    "Every section reads `run`." when one run serves them all, else the sections grouped by the
+    runs they read ("The short answer, Calls: `a` · Network: `b`"); pinned runs no section
+    reads are named too. "" when no section reads a run."""
+    if not by_section:
+        return ""
+
+    def named(alias: str) -> str:
+        run_id = runs[alias].manifest.id
+        return _link(run_id, run_id, page_src, run_pages)
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for title, aliases in by_section.items():  # each group's runs in front matter order
+        groups.setdefault(tuple(a for a in runs if a in aliases), []).append(title)
+    unread = [a for a in runs if not any(a in g for g in groups)]
+    idle = (f" Pinned, read by no section: {', '.join(named(a) for a in unread)}."
+            if unread else "")
+    if len(groups) == 1:
+        aliases = next(iter(groups))
+        return (f"Every section reads {' and '.join(named(a) for a in aliases)}.{idle}\n\n")
+    each = " · ".join(f"{', '.join(escape.md(t) for t in titles)}: "
+                      f"{' and '.join(named(a) for a in aliases)}"
+                      for aliases, titles in groups.items())
+    return f"Runs by section: {each}.{idle}\n\n"
+
+
 def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
-             run_pages: str | None = None, claims: Sequence[Claim] = ()) -> str:
-    """The whole header: the warning box, transcribed runs' sources, then the machine."""
-    return box(runs, page_src, run_pages, claims) + transcribed(runs) + machine(runs)
+             run_pages: str | None = None, claims: Sequence[Claim] = (),
+             by_section: Mapping[str, list[str]] | None = None) -> str:
+    """The whole header: the warning box, transcribed runs' sources, the machine, then which
+    run each section reads (`by_section`, from `sections`)."""
+    return (box(runs, page_src, run_pages, claims) + transcribed(runs) + machine(runs)
+            + reads(runs, by_section or {}, page_src, run_pages))
 
 
 def under_title(text: str, header: str) -> str:

@@ -50,6 +50,8 @@ class Rendered:
     runs: dict[str, Loaded] = field(default_factory=dict)
     # The verdicts it prints or claims, for the site-wide check (perfpages.site.agreement)
     stated: list[agreement.Stated] = field(default_factory=list)
+    # (line of the body, alias) of every run its macros read: the header's runs by section
+    read: list[tuple[int, str]] = field(default_factory=list)
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -322,7 +324,8 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
     text = sentences.annotate(restore(text, saved), page.claims, CLAIM_MARK)
     stated = agreement.stated(path, pins.judged, pins.lines, offset,
                               {alias: loaded.manifest for alias, loaded in pins.runs.items()})
-    return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated)
+    return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated,
+                    read=pins.read)
 
 
 def render_file(file: Path, *, path: str, store: RunStore,

@@ -11,6 +11,7 @@ from perfpages.analysis.method import check_comparable
 from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
+from perfpages.site.agreement import in_template
 from perfpages.site.store import Loaded, RunStore
 
 # Dimensions a table can lay out besides the run's own parameters.
@@ -125,6 +126,8 @@ class Pins:
         # Every comparison the page prints or claims, judged once (perfpages.site.verdicts)
         self.judged: dict[tuple[object, ...], Change] = {}
         self.lines: dict[tuple[object, ...], int] = {}  # the template line first judging each
+        # (template line, alias) of every run a macro reads: the header's runs by section
+        self.read: list[tuple[int, str]] = []
 
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,
@@ -135,6 +138,15 @@ class Pins:
                     for alias, run_id in aliases.items()}, getattr(aliases, "default", None))
 
     def aliases(self, run: str | Iterable[str] | None) -> list[str]:
+        """The pinned runs `run` names (a macro's run=…), noted with the template line reading
+        them."""
+        names = self._aliases(run)
+        line = in_template()
+        if line is not None:
+            self.read += [(line, name) for name in names]
+        return names
+
+    def _aliases(self, run: str | Iterable[str] | None) -> list[str]:
         if run is None and self.default is not None:
             return [self.default]
         if run is None:
