@@ -86,11 +86,22 @@ def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
     return out
 
 
+Replays = Sequence[tuple[str, str, list[int | None]]]  # (alias, replay's id, failed lines)
+
+
+def _replayed(replays: Replays, links: Mapping[str, str]) -> list[str]:
+    """A line per replay on which claims of the page did not hold (`warnings.replayed`)."""
+    return [f"    - {links[alias]}: {escape.md(i.text)}" for alias, second, lines in replays
+            if alias in links for i in warnings.replayed(second, lines)]
+
+
 def box(runs: Mapping[str, Loaded], page_src: str | None = None,
-        run_pages: str | None = None, claims: Sequence[Claim] = ()) -> str:
+        run_pages: str | None = None, claims: Sequence[Claim] = (),
+        replays: Replays = ()) -> str:
     """One `!!! warning` ranking what is known of the pinned runs ("" when nothing is): first
-    what changes a conclusion (claims on uncertified blocks, drift, faults, a run's scope,
-    mixed runs) and which blocks are certified at what level, at most five lines; the rest
+    what changes a conclusion (claims that failed on a replay, `replays`, as the page's
+    reproduction read it; claims on uncertified blocks, drift, faults, a run's scope, mixed
+    runs) and which blocks are certified at what level, at most five lines; the rest
     folded below with its count, blocks designed without an A/A pair in one line per run. Each
     item links its run's page when `page_src` (the page under docs/) and `run_pages` (where run
     pages are, runpages.PREFIX) are given."""
@@ -109,10 +120,11 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         if unpaired:
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
                         f"{', '.join(escape.md(str(b)) for b in unpaired)}")
-    if not any(items(loaded) for loaded in runs.values()):
+    failed = _replayed(replays, links)
+    if not failed and not any(items(loaded) for loaded in runs.values()):
         return ""
     line, status = _certified(runs)
-    first = _uncertified_claims(claims, links, status) + first
+    first = failed + _uncertified_claims(claims, links, status) + first
     rest = first[FIRST - 1:] + rest
     first = [*first[:FIRST - 1], line]
     out = ['!!! warning "Before the figures"', "",
@@ -237,10 +249,10 @@ def reads(runs: Mapping[str, Loaded], by_section: Mapping[str, list[str]],
 
 def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
              run_pages: str | None = None, claims: Sequence[Claim] = (),
-             by_section: Mapping[str, list[str]] | None = None) -> str:
+             by_section: Mapping[str, list[str]] | None = None, replays: Replays = ()) -> str:
     """The whole header: the warning box, transcribed runs' sources, the machine, then which
     run each section reads (`by_section`, from `sections`)."""
-    return (box(runs, page_src, run_pages, claims) + transcribed(runs) + machine(runs)
+    return (box(runs, page_src, run_pages, claims, replays) + transcribed(runs) + machine(runs)
             + reads(runs, by_section or {}, page_src, run_pages))
 
 

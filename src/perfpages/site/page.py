@@ -52,6 +52,8 @@ class Rendered:
     stated: list[agreement.Stated] = field(default_factory=list)
     # (line of the body, alias) of every run its macros read: the header's runs by section
     read: list[tuple[int, str]] = field(default_factory=list)
+    # (alias, replay's id, lines) of its claims that did not hold on a replay it reproduces
+    replays: list[tuple[str, str, list[int | None]]] = field(default_factory=list)
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -324,8 +326,11 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
     text = sentences.annotate(restore(text, saved), page.claims, CLAIM_MARK)
     stated = agreement.stated(path, pins.judged, pins.lines, offset,
                               {alias: loaded.manifest for alias, loaded in pins.runs.items()})
+    replays = [(original, data["second"]["id"], [i["line"] for i in data["claims"]["items"]
+                                         if i["page"] == path and not i["reproduces"]])
+               for (original, _), data in page.reproductions.items()]
     return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated,
-                    read=pins.read)
+                    read=pins.read, replays=replays)
 
 
 def render_file(file: Path, *, path: str, store: RunStore,
