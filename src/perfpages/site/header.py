@@ -233,14 +233,14 @@ def reads(runs: Mapping[str, Loaded], by_section: Mapping[str, list[str]],
         return _link(run_id, run_id, page_src, run_pages)
 
     groups: dict[tuple[str, ...], list[str]] = {}
-    for title, aliases in by_section.items():  # each group's runs in front matter order
-        groups.setdefault(tuple(a for a in runs if a in aliases), []).append(title)
+    for title, read in by_section.items():  # each group's runs in front matter order
+        groups.setdefault(tuple(a for a in runs if a in read), []).append(title)
     unread = [a for a in runs if not any(a in g for g in groups)]
     idle = (f" Pinned, read by no section: {', '.join(named(a) for a in unread)}."
             if unread else "")
     if len(groups) == 1:
-        aliases = next(iter(groups))
-        return (f"Every section reads {' and '.join(named(a) for a in aliases)}.{idle}\n\n")
+        return (f"Every section reads {' and '.join(named(a) for a in next(iter(groups)))}."
+                f"{idle}\n\n")
     each = " · ".join(f"{', '.join(escape.md(t) for t in titles)}: "
                       f"{' and '.join(named(a) for a in aliases)}"
                       for aliases, titles in groups.items())
