@@ -25,7 +25,7 @@ from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
-from perfpages.site.pins import Pins, Side, parse_front_matter
+from perfpages.site.pins import Ledger, Pins, Side, parse_front_matter
 from perfpages.site.plots import Plots, chart_style
 from perfpages.site.store import Loaded, RunStore
 
@@ -150,7 +150,7 @@ class _Page:
         self.later: list[Callable[[], str]] = []
         self.options = family.Options()
         # Where each comparison is first printed or claimed (for a contrary one left out)
-        pins.judged = contrary.Ledger(lambda: offset + agreement.template_line())
+        pins.judged = Ledger(lambda: offset + agreement.template_line())
         self.namespace: dict[str, Any] = checked_namespace({
             **Macros(pins).namespace(), **Facts(pins).namespace(),
             **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
@@ -324,7 +324,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
     text = sentences.annotate(restore(text, saved), page.claims, CLAIM_MARK)
-    stated = agreement.stated(path, pins.judged, pins.lines, offset,
+    stated = agreement.stated(path, pins.judged, pins.judged.lines,
                               {alias: loaded.manifest for alias, loaded in pins.runs.items()})
     replays = [(original, data["second"]["id"], [i["line"] for i in data["claims"]["items"]
                                          if i["page"] == path and not i["reproduces"]])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +11,7 @@ from perfpages.analysis.method import check_comparable
 from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
-from perfpages.site.agreement import in_template
+from perfpages.site.agreement import in_template, template_line
 from perfpages.site.store import Loaded, RunStore
 
 # Dimensions a table can lay out besides the run's own parameters.
@@ -117,15 +117,41 @@ def _number_at_most(actual: Any, limit: float) -> bool:
     return _float(actual) <= float(limit)  # NaN (absent, not a number) is never within
 
 
+# A ledger key of a comparison: (run, block, parameters, label, run, parameters, label, metric);
+# an A/A pair's: (run, block, parameters, pair, metric)
+Key = tuple[object, ...]
+
+
+class Ledger(dict[Key, Change]):
+    """Every comparison a page prints or claims, judged once (`Pins.judged`), with the one
+    record of the page line where each was first judged (`lines`): what the agreement check
+    (`site.agreement`) and the contrary check (`site.contrary`) both name."""
+
+    def __init__(self, line: Callable[[], int] = template_line) -> None:
+        super().__init__()
+        self.line = line  # the page's line now (the template's, plus the front matter's)
+        self.lines: dict[Key, int] = {}
+        # Every change ever judged, by identity: a claim's change may have been judged again
+        # (a table below it) and replaced in the ledger; the list keeps each id unique.
+        self.by_id: dict[int, Key] = {}
+        self.every: list[Change] = []
+
+    def __setitem__(self, key: Key, value: Change) -> None:
+        self.lines.setdefault(key, self.line())
+        self.by_id[id(value)] = key
+        self.every.append(value)
+        super().__setitem__(key, value)
+
+
 class Pins:
     """A page's pinned runs, by alias, with the selection every macro and claim uses."""
 
     def __init__(self, runs: dict[str, Loaded], default: str | None = None) -> None:
         self.runs = runs
         self.default = default  # the run macros without run=… read (front matter default_run)
-        # Every comparison the page prints or claims, judged once (perfpages.site.verdicts)
-        self.judged: dict[tuple[object, ...], Change] = {}
-        self.lines: dict[tuple[object, ...], int] = {}  # the template line first judging each
+        # Every comparison the page prints or claims, judged once (perfpages.site.verdicts),
+        # and where (a rendered page's ledger counts its front matter: `page`)
+        self.judged = Ledger()
         # (template line, alias) of every run a macro reads: the header's runs by section
         self.read: list[tuple[int, str]] = []
 
