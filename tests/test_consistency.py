@@ -3,16 +3,20 @@ same label and parameters grouped only when their work per call agrees too."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perfpages.analysis import consistency
 from perfpages.analysis.decision import Cell
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import open_run
-from perfpages.site import runmachine
+from perfpages.site import header, runmachine
+from perfpages.site.store import RunStore
 from v2runs import write_v2
 
 CASE = "call=lookup, callers=32"
+QAG = "2026-12-05-queryapigate"  # archived: calls and profile both ran lookup-plain at 32
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +75,18 @@ def test_same_parameters_are_not_enough(manifest: Manifest) -> None:
                   {"calls": 441.0, "threads": 391.0, "profile": 388.0})
     assert [b["block"] for b in consistency.rows(manifest, some, _blocks(some))[0]["blocks"]] \
         == ["calls", "profile"]
+
+
+def test_a_page_reading_such_blocks_names_it(tmp_path: Path) -> None:
+    """A page reading two blocks of the archived QueryAPIGate run that measured the same
+    configuration gets a line among the box's first: how far apart they are, at worst."""
+    root = Path(__file__).resolve().parent.parent / "results"
+    runs = {"qag": RunStore(root, tmp_path / "cache").get(QAG)}
+    links = {"qag": "`qag`"}
+    assert header.across_blocks(runs, links, {("qag", "calls")}) == []
+    [line] = header.across_blocks(runs, links, {("qag", "calls"), ("qag", "profile")})
+    assert line.startswith("    - `qag`: blocks calls, profile measured the same configuration "
+                           "(15 cells in more than one block), medians up to −24 % apart "
+                           "(0.43.0-quiet, p99, call=lookup-plain, callers=32)")
+    box = header.box(runs, claims=(), blocks={("qag", "calls"), ("qag", "profile")})
+    assert box.split("??? note")[0].count("(15 cells in more than one block)") == 1

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from urllib.parse import quote
 
 from perfpages.analysis import warnings
-from perfpages.analysis.method import machine_name
+from perfpages.analysis.method import format_percent, machine_name
 from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
@@ -95,16 +95,39 @@ def _replayed(replays: Replays, links: Mapping[str, str]) -> list[str]:
             if alias in links for i in warnings.replayed(second, lines)]
 
 
+def across_blocks(runs: Mapping[str, Loaded], links: Mapping[str, str],
+                  blocks: Set[tuple[str, str]]) -> list[str]:
+    """A line per run whose blocks the page reads measured one configuration more than once
+    (`analysis.consistency`, on the run's page): how far apart they are, at worst."""
+    out = []
+    for alias, loaded in runs.items():
+        rows = [r for r in reading(loaded).consistency
+                if sum((alias, b["block"]) in blocks for b in r["blocks"]) > 1
+                and r["spread_percent"] is not None]
+        if not rows:
+            continue
+        worst = max(rows, key=lambda r: abs(r["spread_percent"]))
+        names = ", ".join(dict.fromkeys(b["block"] for r in rows for b in r["blocks"]))
+        out.append(f"    - {links[alias]}: blocks {escape.md(names)} measured the same "
+                   f"configuration ({len(rows)} cell{'s' * (len(rows) > 1)} in more than one "
+                   f"block), medians up to {format_percent(worst['spread_percent'])} apart "
+                   f"({escape.md(worst['label'])}, {escape.md(worst['metric'])}, "
+                   f"{escape.md(worst['parameters'])}): the machine moved between blocks; the "
+                   "run's page has each in its consistency table")
+    return out
+
+
 def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         run_pages: str | None = None, claims: Sequence[Claim] = (),
-        replays: Replays = ()) -> str:
+        replays: Replays = (), blocks: Set[tuple[str, str]] = frozenset()) -> str:
     """One `!!! warning` ranking what is known of the pinned runs ("" when nothing is): first
     what changes a conclusion (claims that failed on a replay, `replays`, as the page's
-    reproduction read it; claims on uncertified blocks, drift, faults, a run's scope, mixed
-    runs) and which blocks are certified at what level, at most five lines; the rest
-    folded below with its count, blocks designed without an A/A pair in one line per run. Each
-    item links its run's page when `page_src` (the page under docs/) and `run_pages` (where run
-    pages are, runpages.PREFIX) are given."""
+    reproduction read it; claims on uncertified blocks; blocks the page reads, `blocks`, that
+    measured one configuration apart; drift, faults, a run's scope, mixed runs) and which
+    blocks are certified at what level, at most five lines; the rest folded below with its
+    count, blocks designed without an A/A pair in one line per run. Each item links its
+    run's page when `page_src` (the page under docs/) and `run_pages` (where run pages are,
+    runpages.PREFIX) are given."""
     first: list[str] = []
     rest: list[str] = []
     links = {alias: _link(alias, loaded.manifest.id, page_src, run_pages)
@@ -121,10 +144,12 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
                         f"{', '.join(escape.md(str(b)) for b in unpaired)}")
     failed = _replayed(replays, links)
-    if not failed and not any(items(loaded) for loaded in runs.values()):
+    if not failed and not any(items(loaded) for loaded in runs.values()) \
+            and not across_blocks(runs, links, blocks):
         return ""
     line, status = _certified(runs)
-    first = failed + _uncertified_claims(claims, links, status) + first
+    first = (failed + _uncertified_claims(claims, links, status)
+             + across_blocks(runs, links, blocks) + first)
     rest = first[FIRST - 1:] + rest
     first = [*first[:FIRST - 1], line]
     out = ['!!! warning "Before the figures"', "",
@@ -249,10 +274,12 @@ def reads(runs: Mapping[str, Loaded], by_section: Mapping[str, list[str]],
 
 def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
              run_pages: str | None = None, claims: Sequence[Claim] = (),
-             by_section: Mapping[str, list[str]] | None = None, replays: Replays = ()) -> str:
+             by_section: Mapping[str, list[str]] | None = None, replays: Replays = (),
+             blocks: Set[tuple[str, str]] = frozenset()) -> str:
     """The whole header: the warning box, transcribed runs' sources, the machine, then which
     run each section reads (`by_section`, from `sections`)."""
-    return (box(runs, page_src, run_pages, claims, replays) + transcribed(runs) + machine(runs)
+    return (box(runs, page_src, run_pages, claims, replays, blocks) + transcribed(runs)
+            + machine(runs)
             + reads(runs, by_section or {}, page_src, run_pages))
 
 

@@ -54,6 +54,7 @@ class Rendered:
     read: list[tuple[int, str]] = field(default_factory=list)
     # (alias, replay's id, lines) of its claims that did not hold on a replay it reproduces
     replays: list[tuple[str, str, list[int | None]]] = field(default_factory=list)
+    blocks: set[tuple[str, str]] = field(default_factory=set)  # (alias, block) it reads
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -330,7 +331,7 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                                          if i["page"] == path and not i["reproduces"]])
                for (original, _), data in page.reproductions.items()]
     return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated,
-                    read=pins.read, replays=replays)
+                    read=pins.read, replays=replays, blocks=pins.blocks)
 
 
 def render_file(file: Path, *, path: str, store: RunStore,

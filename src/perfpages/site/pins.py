@@ -154,6 +154,8 @@ class Pins:
         self.judged = Ledger()
         # (template line, alias) of every run a macro reads: the header's runs by section
         self.read: list[tuple[int, str]] = []
+        # (alias, block) of every block a macro reads cells of (`header.across_blocks`)
+        self.blocks: set[tuple[str, str]] = set()
 
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,
@@ -228,6 +230,7 @@ class Pins:
                     found.append(f)
         if not found:
             self._explain(metric, run, block, label, where)
+        self.blocks |= {(f.run, f.block) for f in found}
         return found
 
     def _cells(self, alias: str) -> list[Found]:
