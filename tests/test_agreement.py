@@ -125,3 +125,20 @@ def test_one_runs_twins_are_two_facts_not_two_readings() -> None:
     assert check([twin, original]) == []
     other_run = said("z.md", "clear gain", ("s:0.42.0", "s:0.43.0"))
     assert len(check([twin, other_run])) == 1
+
+
+def test_both_checks_read_one_record_of_where(results: Path) -> None:
+    """Where a comparison was first judged is recorded once (`pins.Ledger.lines`, the page's
+    line, front matter counted): the agreement check's verdicts and the contrary check's
+    failures (`contrary.check` reads the same ledger) name that same line."""
+    from perfpages.site import contrary, page
+    from perfpages.site.store import RunStore
+
+    source = _page(GAIN_RUN, "Gain") + "\nAgain: {{ change('v1.0', 'v1.1', 'throughput', " \
+        "block='callers') }}\n"
+    meta, body, offset = page.split(source)
+    done = page.render(body, meta, path="docs/perf/gain.md", offset=offset,
+                       store=RunStore(results), source=source)
+    [stated] = done.stated
+    assert stated.line == 9  # the first macro judging it (line 9), not the second (line 11)
+    assert not hasattr(contrary, "Ledger") and not hasattr(page.Pins({}), "lines")

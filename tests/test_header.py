@@ -213,3 +213,63 @@ def test_a_block_resolves_one_figure_on_the_page_and_its_run_page(results: Path)
     assert lines and len(rows) == 1
     stated = lines["callers"].split("resolves ")[1]
     assert f"| {stated} |" in rows[0].replace("&#95;", "_")
+
+
+SECTIONS = ("# Perf\n\nIntro without a figure.\n\n## The short answer {#short}\n\n"
+            "{{ figure('throughput', label='base', run='new', block='callers', "
+            "where={'call': 'page'}) }}\n\n```\n## not a section\n```\n\n"
+            "{{ figure('throughput', label='base', run='new', block='callers', "
+            "where={'call': 'page'}) }}\n\n## Calls\n\n### A subsection\n\n"
+            "{{ figure('throughput', label='base', run='new', block='callers', "
+            "where={'call': 'page'}) }}\n\n## Network\n\n"
+            "{{ figure('throughput', label='base', run='old', block='callers', "
+            "where={'call': 'page'}) }}\n\n## Limits\n\nNo figure.\n")
+
+
+def test_the_header_names_the_run_each_section_reads(results: Path) -> None:
+    """Generated from the macros each `## ` section calls (never typed): sections grouped by
+    the runs they read, one line when they all read one, pinned runs no section reads named."""
+    done = render(SECTIONS, {"runs": {"new": CALM, "old": NOISY, "spare": ALONE}}, path="p.md",
+                  offset=0, store=RunStore(results))
+    by = header.sections(SECTIONS, done.read)
+    assert by == {"The short answer": ["new"], "Calls": ["new"], "Network": ["old"]}
+    line = header.reads(done.runs, by)
+    assert line == (f"Runs by section: The short answer, Calls: <code>{CALM}</code> · Network: "
+                    f"<code>{NOISY}</code>. Pinned, read by no section: <code>{ALONE}</code>."
+                    "\n\n")
+    one = SECTIONS.replace("run='old'", "run='new'")
+    done = render(one, {"runs": {"new": CALM}}, path="p.md", offset=0, store=RunStore(results))
+    assert header.reads(done.runs, header.sections(one, done.read), "perf/p.md", "runs") == (
+        f"Every section reads [<code>{CALM}</code>](../runs/{CALM}.md).\n\n")
+    shown = header.markdown(done.runs, by_section=header.sections(one, done.read))
+    assert shown.index("Measured on") < shown.index("Every section reads")
+
+
+def test_claims_that_failed_on_the_replay_come_first(tmp_path: Path) -> None:
+    """The page's reproduction already judged its claims on the replay: those that did not
+    hold are the box's first line, ranked above everything a run's reading says."""
+    from perfpages.site.reproduction import Docs
+    from test_bad_input import edit_manifest, reseal
+    results = tmp_path / "results"
+    results.mkdir()
+    write_v2(results, NOISY, aa_shift=0.08, floors=(1000.0, 400.0), again=3,
+             blocks=("callers", "pages"))
+    again = write_v2(results, "2026-12-02-synthetic-replay", shift=-0.10, seed=5,
+                     blocks=("callers", "pages"))
+    edit_manifest(results / again, lambda d: d.__setitem__("replay_of", NOISY))
+    reseal(results / again)
+    body = ("# Perf\n\n{{ claim('Changed is faster.', faster('base', 'changed', "
+            "block='callers'), uncertified_ok='a test') }}\n\n## Reproduced\n\n"
+            "{{ reproduction('new', 'again') }}\n")
+    source = f"---\nruns:\n  new: {NOISY}\n  again: {again}\n---\n\n{body}"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "p.md").write_text(source, encoding="utf-8")
+    docs = Docs(tmp_path, tmp_path / "docs")
+    done = render(body, {"runs": {"new": NOISY, "again": again}}, path="docs/p.md", offset=6,
+                  store=RunStore(results), source=source, docs=docs)
+    assert done.replays == [("new", again, [9])]
+    box = header.box(done.runs, "perf/p.md", "runs", done.claims, done.replays)
+    lines = box.split("??? note")[0].split("\n    - ")[1:]
+    assert lines[0] == (f"[<code>new</code>](../runs/{NOISY}.md): 1 claim (line 9) did not "
+                        f"hold on its replay {again}: read it as unconfirmed")
+    assert len(lines) <= header.FIRST

@@ -92,6 +92,21 @@ def test_the_steps_claim(results: Path) -> None:
         c.steps("0.99.0")
 
 
+def test_the_steps_claim_records_its_comparisons(results: Path) -> None:
+    """Every step between neighbours is a verdict the claim states: it rests on each (the one
+    asserted clear marked so) and each is in the page's ledger, where the agreement and
+    contrary checks read them."""
+    found = pins(results)
+    held = Conditions(found).steps("0.43.0", block="callers", where={"call": "page"})
+    labels = found.labels("h")
+    assert len(held.judged) == len(labels) - 1
+    assert [j.asserted for j in held.judged] == [b == "0.43.0" for b in labels[1:]]
+    assert [j.change.clear for j in held.judged] == [b == "0.43.0" for b in labels[1:]]
+    keys = [k for k in found.judged if len(k) == 8]
+    assert [(k[3], k[6]) for k in keys] == list(pairwise(labels))
+    assert all(found.judged.lines[k] == 1 for k in keys)  # outside a template: line 1
+
+
 def test_the_history_chart_rings_the_clear_step(results: Path) -> None:
     svg = Plots(pins(results), 2).history(block="callers", where={"call": "page"})
     assert "throughput by release" in svg

@@ -18,6 +18,7 @@ from typing import Any
 
 from perfpages.analysis import (
     certification,
+    consistency,
     crossrun,
     decision,
     machine_load,
@@ -78,6 +79,8 @@ class Reading:
     # Every A/A cell as `aa_changes` found it (its rounds, `aa_json`): what the site's A/A
     # verdicts are made of. Kept in the site's cache (`to_cache`), not in the report's JSON.
     aa: list[dict[str, Any]] = field(default_factory=list)
+    # Blocks that measured the same configuration, side by side (`analysis.consistency`)
+    consistency: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
@@ -99,7 +102,7 @@ class Reading:
             "preflight": self.preflight, "machine_load": self.machine_load,
             "generator": self.generator, "notes": self.notes, "warnings": self.warnings,
             "items": [i.to_json() for i in self.items], "losses": self.losses,
-            "machine": self.machine}
+            "machine": self.machine, "consistency": self.consistency}
         return out
 
     def to_cache(self) -> dict[str, Any]:
@@ -365,4 +368,5 @@ def read(run: Run, compare: tuple[str, str] | None = None, min_rounds: int | Non
         items=items, aa=[aa_json(f) for f in aa_all],
         losses=[loss(block, pkey, *sides[pair], c) for block, pkey, pair, c in found
                 if c.clear and c.better is False and pair not in twins],
-        machine=dict(m.machine))
+        machine=dict(m.machine),
+        consistency=consistency.rows(m, tidy.cells, tidy.blocks) if not cross else [])

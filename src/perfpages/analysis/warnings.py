@@ -34,13 +34,16 @@ from perfpages.archive.vocabulary import (
 )
 
 # The kinds, in rank order (an item's rank is its kind's place here).
-SCOPE, FAULTS, ROUNDS, DRIFT, SATURATED, NOTE, NOISY, MIXED, BUSY, WINDOWS, GENERATOR, \
-    UNCERTIFIED = ("scope", "faults", "rounds", "drift", "saturated", "note", "noisy", "mixed",
-                   "busy", "windows", "generator", "uncertified")
-KINDS = (SCOPE, FAULTS, ROUNDS, DRIFT, SATURATED, NOTE, NOISY, MIXED, BUSY, WINDOWS, GENERATOR,
-         UNCERTIFIED)
+# REPLAY is a page's, not a run's: its claims that did not hold on a replay of its run
+# (`replayed`) come before anything a run's reading says.
+REPLAY, SCOPE, FAULTS, ROUNDS, DRIFT, SATURATED, NOTE, NOISY, MIXED, BUSY, WINDOWS, GENERATOR, \
+    UNCERTIFIED = ("replay", "scope", "faults", "rounds", "drift", "saturated", "note", "noisy",
+                   "mixed", "busy", "windows", "generator", "uncertified")
+KINDS = (REPLAY, SCOPE, FAULTS, ROUNDS, DRIFT, SATURATED, NOTE, NOISY, MIXED, BUSY, WINDOWS,
+         GENERATOR, UNCERTIFIED)
 # "warning": the figures may be wrong; "caution": the figures stand, read them knowing this.
-SEVERITY = {SCOPE: "caution", FAULTS: "warning", ROUNDS: "warning", DRIFT: "caution",
+SEVERITY = {REPLAY: "warning", SCOPE: "caution", FAULTS: "warning", ROUNDS: "warning",
+            DRIFT: "caution",
             SATURATED: "caution", NOTE: "caution", NOISY: "warning", MIXED: "caution",
             BUSY: "warning", WINDOWS: "warning", GENERATOR: "warning", UNCERTIFIED: "warning"}
 WARN = "⚠"
@@ -220,6 +223,18 @@ def uncertified(exact: bool, compared: bool, certificates: list[Certificate]) ->
         return [Item(UNCERTIFIED, "no A/A pair: no block is certified")]
     return [Item(UNCERTIFIED, f"{c.block}: not certified: {c.why}", c.block)
             for c in certificates if not c.certified]
+
+
+def replayed(second: str, lines: list[int | None]) -> list[Item]:
+    """A page's claims (their lines; None: the page as a whole) that did not hold on
+    `second`, a replay of the run they rest on: a conclusion the replay did not confirm."""
+    if not lines:
+        return []
+    known = sorted({n for n in lines if n is not None})
+    many = len(lines) > 1
+    at = f" (line{'s' * (len(known) > 1)} {', '.join(map(str, known))})" if known else ""
+    return [Item(REPLAY, f"{len(lines)} claim{'s' * many}{at} did not hold on its replay "
+                         f"{second}: read {'them' if many else 'it'} as unconfirmed")]
 
 
 def summary(items: list[Item]) -> str:

@@ -29,13 +29,19 @@ FLIP = {GAIN: LOSS, LOSS: GAIN, NOT_CLEAR: NOT_CLEAR}
 
 def template_line() -> int:
     """The template line of the innermost Jinja frame calling us (Jinja maps Python lines)."""
+    return in_template() or 1
+
+
+def in_template() -> int | None:
+    """The template line of the innermost Jinja frame calling us; None outside a template (a
+    check after the page is rendered)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         template = frame.f_globals.get("__jinja_template__")
         if template is not None:
             return int(template.get_corresponding_lineno(frame.f_lineno))
         frame = frame.f_back
-    return 1
+    return None
 
 
 @dataclass(frozen=True)
@@ -97,10 +103,11 @@ def _flip(pct: float) -> float:
 
 
 def stated(page: str, judged: Mapping[tuple[object, ...], Change],
-           lines: Mapping[tuple[object, ...], int], offset: int,
+           lines: Mapping[tuple[object, ...], int],
            manifests: Mapping[str, Manifest]) -> list[Stated]:
     """A page's ledger as verdicts on comparisons, each side ordered so that a comparison
-    stated either way round is one (the other way round flips the verdict and interval)."""
+    stated either way round is one (the other way round flips the verdict and interval).
+    `lines`: the page line where each was first judged (`pins.Ledger.lines`)."""
     out = []
     for key, change in judged.items():
         if len(key) != 8:
@@ -124,7 +131,7 @@ def stated(page: str, judged: Mapping[tuple[object, ...], Change],
             verdict = FLIP[verdict]
             interval = (_flip(interval[1]), _flip(interval[0]))
         comparison = (metric, *a, *b)
-        out.append(Stated(page, offset + lines.get(key, 1), comparison, verdict, interval,
+        out.append(Stated(page, lines.get(key, 1), comparison, verdict, interval,
                           text, tuple(sorted([f"{ma.id}:{label_a}", f"{mb.id}:{label_b}"]))))
     return out
 

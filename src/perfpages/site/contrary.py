@@ -13,7 +13,7 @@ fails as a check of its own at the line that printed it. Both fail the strict bu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Set
 from dataclasses import dataclass, replace
 
 from perfpages.analysis.decision import Change
@@ -21,35 +21,12 @@ from perfpages.analysis.method import format_percent
 from perfpages.analysis.metric import info
 from perfpages.errors import AnalysisError
 from perfpages.site.condition import Claim, Condition, listing
-from perfpages.site.pins import Found, Pins
+from perfpages.site.pins import Found, Key, Pins
 from perfpages.site.verdicts import judge
 
 # The load generator's own timing (how late it sent, how late its event loop woke): its
 # health, checked by the run's warnings, not a result of what is measured.
 GENERATOR = ("lag_", "loop_lag_", "dispatch_lag_")
-
-# A ledger key of a comparison: (run, block, parameters, label, run, parameters, label, metric)
-Key = tuple[object, ...]
-
-
-class Ledger(dict[Key, Change]):
-    """`Pins.judged` that remembers the page line where each comparison was first judged."""
-
-    def __init__(self, line: Callable[[], int]) -> None:
-        super().__init__()
-        self.line = line
-        self.lines: dict[Key, int] = {}
-        # Every change ever judged, by identity: a claim's change may have been judged again
-        # (a table below it) and replaced in the ledger; the list keeps each id unique.
-        self.by_id: dict[int, Key] = {}
-        self.every: list[Change] = []
-
-    def __setitem__(self, key: Key, value: Change) -> None:
-        self.lines.setdefault(key, self.line())
-        self.by_id[id(value)] = key
-        self.every.append(value)
-        super().__setitem__(key, value)
-
 
 @dataclass(frozen=True)
 class Contrary:
@@ -115,8 +92,7 @@ def contrary(pins: Pins, losses: Set[Key] = frozenset()) -> dict[Key, list[Contr
 def check(pins: Pins, claims: list[Claim], path: str, offset: int) -> list[Claim]:
     """The page's claims, those resting on a comparison with a contrary clear change left out
     failed; and a failed check per line that printed such a comparison no claim rests on."""
-    ids = pins.judged.by_id if isinstance(pins.judged, Ledger) else {
-        id(change): key for key, change in pins.judged.items()}
+    ids = pins.judged.by_id
     losses = {key for claim in claims for j in claim.condition.judged
               if j.asserted and j.change.better is False and (key := ids.get(id(j.change)))}
     found = contrary(pins, losses)
@@ -129,7 +105,7 @@ def check(pins: Pins, claims: list[Claim], path: str, offset: int) -> list[Claim
                 if (key := ids.get(id(j.change))) is not None for c in found.get(key, [])]
         claimed |= {c.key for c in mine}
         out.append(replace(claim, condition=_failed(claim, mine)) if mine else claim)
-    lines = pins.judged.lines if isinstance(pins.judged, Ledger) else {}
+    lines = pins.judged.lines
     by_line: dict[int, list[Contrary]] = {}
     for key, items in found.items():
         if key not in claimed:

@@ -10,16 +10,17 @@ known about its runs. A run's reading is made once per run and cached beside its
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence, Set
 from urllib.parse import quote
 
 from perfpages.analysis import warnings
-from perfpages.analysis.method import machine_name
+from perfpages.analysis.method import format_percent, machine_name
 from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run
 from perfpages.archive.vocabulary import SCOPE_TEXTS, SCOPE_TITLES
-from perfpages.site import escape
+from perfpages.site import escape, lint
 from perfpages.site.claims import Claim
 from perfpages.site.macros import source_link
 from perfpages.site.store import Loaded, reading
@@ -85,14 +86,48 @@ def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
     return out
 
 
+Replays = Sequence[tuple[str, str, list[int | None]]]  # (alias, replay's id, failed lines)
+
+
+def _replayed(replays: Replays, links: Mapping[str, str]) -> list[str]:
+    """A line per replay on which claims of the page did not hold (`warnings.replayed`)."""
+    return [f"    - {links[alias]}: {escape.md(i.text)}" for alias, second, lines in replays
+            if alias in links for i in warnings.replayed(second, lines)]
+
+
+def across_blocks(runs: Mapping[str, Loaded], links: Mapping[str, str],
+                  blocks: Set[tuple[str, str]]) -> list[str]:
+    """A line per run whose blocks the page reads measured one configuration more than once
+    (`analysis.consistency`, on the run's page): how far apart they are, at worst."""
+    out = []
+    for alias, loaded in runs.items():
+        rows = [r for r in reading(loaded).consistency
+                if sum((alias, b["block"]) in blocks for b in r["blocks"]) > 1
+                and r["spread_percent"] is not None]
+        if not rows:
+            continue
+        worst = max(rows, key=lambda r: abs(r["spread_percent"]))
+        names = ", ".join(dict.fromkeys(b["block"] for r in rows for b in r["blocks"]))
+        out.append(f"    - {links[alias]}: blocks {escape.md(names)} measured the same "
+                   f"configuration ({len(rows)} cell{'s' * (len(rows) > 1)} in more than one "
+                   f"block), medians up to {format_percent(worst['spread_percent'])} apart "
+                   f"({escape.md(worst['label'])}, {escape.md(worst['metric'])}, "
+                   f"{escape.md(worst['parameters'])}): the machine moved between blocks; the "
+                   "run's page has each in its consistency table")
+    return out
+
+
 def box(runs: Mapping[str, Loaded], page_src: str | None = None,
-        run_pages: str | None = None, claims: Sequence[Claim] = ()) -> str:
+        run_pages: str | None = None, claims: Sequence[Claim] = (),
+        replays: Replays = (), blocks: Set[tuple[str, str]] = frozenset()) -> str:
     """One `!!! warning` ranking what is known of the pinned runs ("" when nothing is): first
-    what changes a conclusion (claims on uncertified blocks, drift, faults, a run's scope,
-    mixed runs) and which blocks are certified at what level, at most five lines; the rest
-    folded below with its count, blocks designed without an A/A pair in one line per run. Each
-    item links its run's page when `page_src` (the page under docs/) and `run_pages` (where run
-    pages are, runpages.PREFIX) are given."""
+    what changes a conclusion (claims that failed on a replay, `replays`, as the page's
+    reproduction read it; claims on uncertified blocks; blocks the page reads, `blocks`, that
+    measured one configuration apart; drift, faults, a run's scope, mixed runs) and which
+    blocks are certified at what level, at most five lines; the rest folded below with its
+    count, blocks designed without an A/A pair in one line per run. Each item links its
+    run's page when `page_src` (the page under docs/) and `run_pages` (where run pages are,
+    runpages.PREFIX) are given."""
     first: list[str] = []
     rest: list[str] = []
     links = {alias: _link(alias, loaded.manifest.id, page_src, run_pages)
@@ -108,10 +143,13 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         if unpaired:
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
                         f"{', '.join(escape.md(str(b)) for b in unpaired)}")
-    if not any(items(loaded) for loaded in runs.values()):
+    failed = _replayed(replays, links)
+    if not failed and not any(items(loaded) for loaded in runs.values()) \
+            and not across_blocks(runs, links, blocks):
         return ""
     line, status = _certified(runs)
-    first = _uncertified_claims(claims, links, status) + first
+    first = (failed + _uncertified_claims(claims, links, status)
+             + across_blocks(runs, links, blocks) + first)
     rest = first[FIRST - 1:] + rest
     first = [*first[:FIRST - 1], line]
     out = ['!!! warning "Before the figures"', "",
@@ -183,10 +221,66 @@ def machine(runs: Mapping[str, Loaded]) -> str:
             "runs are not comparable as numbers.\n\n")
 
 
+INTRO = "Introduction"  # what a page says before its first `## ` section
+HEADING = re.compile(r"^##\s+(.*?)\s*(?:\{[^}]*\})?\s*#*\s*$")
+
+
+def sections(body: str, read: Sequence[tuple[int, str]]) -> dict[str, list[str]]:
+    """The runs each `## ` section of a page's body reads, in page order: `read` is what its
+    macros read, (line of the body, alias) as `Pins.read` notes them; a section whose macros
+    read no run is left out."""
+    lines = body.split("\n")
+    starts: list[tuple[int, str]] = [(1, INTRO)]
+    for number, (text, code) in enumerate(zip(lines, lint.fenced(lines), strict=True), 1):
+        found = None if code else HEADING.match(text)
+        if found:
+            starts.append((number, found.group(1)))
+    out: dict[str, list[str]] = {}
+    for line, alias in sorted(read):
+        title = next(t for start, t in reversed(starts) if start <= line)
+        if alias not in out.setdefault(title, []):
+            out[title].append(alias)
+    order = [t for _, t in starts]
+    return {t: out[t] for t in sorted(out, key=order.index)}
+
+
+def reads(runs: Mapping[str, Loaded], by_section: Mapping[str, list[str]],
+          page_src: str | None = None, run_pages: str | None = None) -> str:
+    """One line saying which run each section reads, generated from what its macros read:
+    "Every section reads `run`." when one run serves them all, else the sections grouped by the
+    runs they read ("The short answer, Calls: `a` · Network: `b`"); pinned runs no section
+    reads are named too. "" when no section reads a run."""
+    if not by_section:
+        return ""
+
+    def named(alias: str) -> str:
+        run_id = runs[alias].manifest.id
+        return _link(run_id, run_id, page_src, run_pages)
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for title, read in by_section.items():  # each group's runs in front matter order
+        groups.setdefault(tuple(a for a in runs if a in read), []).append(title)
+    unread = [a for a in runs if not any(a in g for g in groups)]
+    idle = (f" Pinned, read by no section: {', '.join(named(a) for a in unread)}."
+            if unread else "")
+    if len(groups) == 1:
+        return (f"Every section reads {' and '.join(named(a) for a in next(iter(groups)))}."
+                f"{idle}\n\n")
+    each = " · ".join(f"{', '.join(escape.md(t) for t in titles)}: "
+                      f"{' and '.join(named(a) for a in aliases)}"
+                      for aliases, titles in groups.items())
+    return f"Runs by section: {each}.{idle}\n\n"
+
+
 def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
-             run_pages: str | None = None, claims: Sequence[Claim] = ()) -> str:
-    """The whole header: the warning box, transcribed runs' sources, then the machine."""
-    return box(runs, page_src, run_pages, claims) + transcribed(runs) + machine(runs)
+             run_pages: str | None = None, claims: Sequence[Claim] = (),
+             by_section: Mapping[str, list[str]] | None = None, replays: Replays = (),
+             blocks: Set[tuple[str, str]] = frozenset()) -> str:
+    """The whole header: the warning box, transcribed runs' sources, the machine, then which
+    run each section reads (`by_section`, from `sections`)."""
+    return (box(runs, page_src, run_pages, claims, replays, blocks) + transcribed(runs)
+            + machine(runs)
+            + reads(runs, by_section or {}, page_src, run_pages))
 
 
 def under_title(text: str, header: str) -> str:

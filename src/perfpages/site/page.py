@@ -25,7 +25,7 @@ from perfpages.site.arguments import checked_namespace
 from perfpages.site.claims import Claim, Condition, Conditions
 from perfpages.site.facts import Facts
 from perfpages.site.macros import Macros
-from perfpages.site.pins import Pins, Side, parse_front_matter
+from perfpages.site.pins import Ledger, Pins, Side, parse_front_matter
 from perfpages.site.plots import Plots, chart_style
 from perfpages.site.store import Loaded, RunStore
 
@@ -50,6 +50,11 @@ class Rendered:
     runs: dict[str, Loaded] = field(default_factory=dict)
     # The verdicts it prints or claims, for the site-wide check (perfpages.site.agreement)
     stated: list[agreement.Stated] = field(default_factory=list)
+    # (line of the body, alias) of every run its macros read: the header's runs by section
+    read: list[tuple[int, str]] = field(default_factory=list)
+    # (alias, replay's id, lines) of its claims that did not hold on a replay it reproduces
+    replays: list[tuple[str, str, list[int | None]]] = field(default_factory=list)
+    blocks: set[tuple[str, str]] = field(default_factory=set)  # (alias, block) it reads
 
 
 def split(source: str, path: str | None = None) -> tuple[dict[str, Any], str, int]:
@@ -146,7 +151,7 @@ class _Page:
         self.later: list[Callable[[], str]] = []
         self.options = family.Options()
         # Where each comparison is first printed or claimed (for a contrary one left out)
-        pins.judged = contrary.Ledger(lambda: offset + agreement.template_line())
+        pins.judged = Ledger(lambda: offset + agreement.template_line())
         self.namespace: dict[str, Any] = checked_namespace({
             **Macros(pins).namespace(), **Facts(pins).namespace(),
             **Plots(pins, style).namespace(), **Conditions(pins).namespace(),
@@ -320,9 +325,13 @@ def render(body: str, meta: dict[str, Any], *, path: str, offset: int, store: Ru
                              fix=GUIDE) from None
     warnings += [c.message for c in page.claims if not c.holds]
     text = sentences.annotate(restore(text, saved), page.claims, CLAIM_MARK)
-    stated = agreement.stated(path, pins.judged, pins.lines, offset,
+    stated = agreement.stated(path, pins.judged, pins.judged.lines,
                               {alias: loaded.manifest for alias, loaded in pins.runs.items()})
-    return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated)
+    replays = [(original, data["second"]["id"], [i["line"] for i in data["claims"]["items"]
+                                         if i["page"] == path and not i["reproduces"]])
+               for (original, _), data in page.reproductions.items()]
+    return Rendered(text, page.claims, warnings, runs=dict(pins.runs), stated=stated,
+                    read=pins.read, replays=replays, blocks=pins.blocks)
 
 
 def render_file(file: Path, *, path: str, store: RunStore,

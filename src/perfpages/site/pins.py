@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +11,7 @@ from perfpages.analysis.method import check_comparable
 from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError
+from perfpages.site.agreement import in_template, template_line
 from perfpages.site.store import Loaded, RunStore
 
 # Dimensions a table can lay out besides the run's own parameters.
@@ -116,15 +117,45 @@ def _number_at_most(actual: Any, limit: float) -> bool:
     return _float(actual) <= float(limit)  # NaN (absent, not a number) is never within
 
 
+# A ledger key of a comparison: (run, block, parameters, label, run, parameters, label, metric);
+# an A/A pair's: (run, block, parameters, pair, metric)
+Key = tuple[object, ...]
+
+
+class Ledger(dict[Key, Change]):
+    """Every comparison a page prints or claims, judged once (`Pins.judged`), with the one
+    record of the page line where each was first judged (`lines`): what the agreement check
+    (`site.agreement`) and the contrary check (`site.contrary`) both name."""
+
+    def __init__(self, line: Callable[[], int] = template_line) -> None:
+        super().__init__()
+        self.line = line  # the page's line now (the template's, plus the front matter's)
+        self.lines: dict[Key, int] = {}
+        # Every change ever judged, by identity: a claim's change may have been judged again
+        # (a table below it) and replaced in the ledger; the list keeps each id unique.
+        self.by_id: dict[int, Key] = {}
+        self.every: list[Change] = []
+
+    def __setitem__(self, key: Key, value: Change) -> None:
+        self.lines.setdefault(key, self.line())
+        self.by_id[id(value)] = key
+        self.every.append(value)
+        super().__setitem__(key, value)
+
+
 class Pins:
     """A page's pinned runs, by alias, with the selection every macro and claim uses."""
 
     def __init__(self, runs: dict[str, Loaded], default: str | None = None) -> None:
         self.runs = runs
         self.default = default  # the run macros without run=… read (front matter default_run)
-        # Every comparison the page prints or claims, judged once (perfpages.site.verdicts)
-        self.judged: dict[tuple[object, ...], Change] = {}
-        self.lines: dict[tuple[object, ...], int] = {}  # the template line first judging each
+        # Every comparison the page prints or claims, judged once (perfpages.site.verdicts),
+        # and where (a rendered page's ledger counts its front matter: `page`)
+        self.judged = Ledger()
+        # (template line, alias) of every run a macro reads: the header's runs by section
+        self.read: list[tuple[int, str]] = []
+        # (alias, block) of every block a macro reads cells of (`header.across_blocks`)
+        self.blocks: set[tuple[str, str]] = set()
 
     @classmethod
     def load(cls, store: RunStore, aliases: dict[str, str], where: str,
@@ -135,6 +166,15 @@ class Pins:
                     for alias, run_id in aliases.items()}, getattr(aliases, "default", None))
 
     def aliases(self, run: str | Iterable[str] | None) -> list[str]:
+        """The pinned runs `run` names (a macro's run=…), noted with the template line reading
+        them."""
+        names = self._aliases(run)
+        line = in_template()
+        if line is not None:
+            self.read += [(line, name) for name in names]
+        return names
+
+    def _aliases(self, run: str | Iterable[str] | None) -> list[str]:
         if run is None and self.default is not None:
             return [self.default]
         if run is None:
@@ -190,6 +230,7 @@ class Pins:
                     found.append(f)
         if not found:
             self._explain(metric, run, block, label, where)
+        self.blocks |= {(f.run, f.block) for f in found}
         return found
 
     def _cells(self, alias: str) -> list[Found]:

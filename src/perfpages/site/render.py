@@ -57,7 +57,8 @@ def site_page(markdown: str, meta: dict[str, Any], *, src_uri: str, shown: str, 
     superseded = version.superseded(meta, shown)
     # Outside the page's snapshot: what is known of its runs now, and their machine
     top = header.markdown(done.runs, src_uri, runpage.PREFIX if run_pages else None,
-                          done.claims)
+                          done.claims, header.sections(markdown, done.read), done.replays,
+                          done.blocks)
     text = header.under_title(done.markdown, top)
     if older is not None:
         text = version.banner(*older, src_uri, superseded) + text

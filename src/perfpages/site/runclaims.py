@@ -4,10 +4,11 @@ count, a quiet A/A pair, steps across releases, round trips, a spike in a cold p
 
 from __future__ import annotations
 
+from itertools import pairwise
 from math import inf
 from typing import Any
 
-from perfpages.analysis import changepoints, decision, statements
+from perfpages.analysis import decision, statements
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
 from perfpages.analysis.method import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value
@@ -17,7 +18,7 @@ from perfpages.site.facts import floor_drift, text
 from perfpages.site.macros import cell_text, series_round_trips
 from perfpages.site.pins import Found, Pins
 from perfpages.site.plots import edivisive_points, kept_samples
-from perfpages.site.verdicts import noise_rows
+from perfpages.site.verdicts import Judged, judge, noise_rows, resolution
 
 
 class RunConditions:
@@ -117,14 +118,22 @@ class RunConditions:
             raise AnalysisError(f"method={method!r} is not a way to find steps",
                                 fix="use method=\"rule\" or method=\"e-divisive\"")
         by_edivisive = edivisive_points(groups) if method == "e-divisive" else None
-        items, ok = [], True
+        items, ok, judged = [], True, []
         for index, cells in enumerate(groups):
             if by_edivisive is None:
-                found = changepoints.clear_steps([(f.label, f.cell) for f in cells], metric,
-                                                 self.pins.rule(alias))
-                releases = [s.after for s in found]
-                text = ", ".join(f"{s.before}→{s.after} {format_percent(s.change.percent)}"
-                                 for s in found)
+                # Each step between neighbours is a verdict the claim states (clear at `at`,
+                # not clear elsewhere): judged into the page's ledger, so the agreement and
+                # contrary checks see it, as `changepoints.steps` pairs them.
+                found = []
+                for a, b in pairwise(cells):
+                    c = judge(self.pins, a, b, metric)
+                    judged.append(Judged(a.run, a.block, c, resolution(self.pins, a, b, c),
+                                         asserted=b.label in wanted))
+                    if c.clear:
+                        found.append((a.label, b.label, c))
+                releases = [after for _, after, _ in found]
+                text = ", ".join(f"{before}→{after} {format_percent(c.percent)}"
+                                 for before, after, c in found)
             else:
                 releases = by_edivisive[index]
                 text = ", ".join(releases)
@@ -137,7 +146,7 @@ class RunConditions:
         else:
             expected = ("no clear step between neighbouring releases" if by_edivisive is None
                         else "no E-divisive change point")
-        return Condition(ok, f"{expected} ({metric})", listing(items))
+        return Condition(ok, f"{expected} ({metric})", listing(items), tuple(judged))
 
     def trips(self, count: float, metric: str = "p50", *, tolerance: float = 0.5,
                     **filters: Any) -> Condition:

@@ -1,13 +1,17 @@
 """A run page's sections on its machine: the noise floor of its A/A pairs, the load generator's
-CPU, the preflights and the rest of the machine during the measured windows, with the windows
-measured again (the counts `warnings.busy` states), as `runpages` renders them."""
+CPU, what blocks measuring the same configuration gave (`analysis.consistency`), the
+preflights and the rest of the machine during the measured windows, with the windows measured
+again (the counts `warnings.busy` states), as `runpages` renders them."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from perfpages.analysis import consistency
+from perfpages.analysis.changes import metric_header
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
 from perfpages.analysis.machine_load import line
+from perfpages.analysis.method import format_percent
 from perfpages.site import escape
 
 
@@ -36,6 +40,9 @@ def section(data: dict[str, Any]) -> list[str]:
                       escape.md(x["label"]), escape.md(f"{x['median']:.0f} %"),
                       ("⚠ " if x["busy"] else "") + escape.md(f"{x['max']:.0f} %")]
                      for x in data["generator"]]), ""]
+    if data.get("consistency"):
+        out += ["### Consistency across blocks", "", escape.md(consistency.TEXT) + ".", "",
+                _consistency_table(data["consistency"]), ""]
     if data.get("preflight") or data.get("machine_load"):
         out += ["### Quiet machine", ""]
         out += [("- ⚠ " if r["busy"] else "- ") + escape.md(line(r))
@@ -57,4 +64,15 @@ def _load_table(rows: list[dict[str, Any]]) -> str:
           ("⚠ " if x["busy"] else "") + str(x["busy"]),
           *[f"{x['again']}" + (f" ({x['busy_again']} busy)" if x["busy_again"] else "")] * again,
           escape.md(f"{x['others_max']:.0f} %"), escape.md(f"{x['steal_max']:.1f} %")]
+         for x in rows])
+
+
+def _consistency_table(rows: list[dict[str, Any]]) -> str:
+    """Per configuration measured by several blocks: each block's cell and the spread."""
+    return escape.table(
+        ["parameters", "label", "metric", "each block: median (range)", "spread"],
+        [[escape.md(x["parameters"]), escape.md(x["label"]), escape.md(metric_header(x["metric"])),
+          escape.md(" · ".join(f"{b['block']}: {b['cell']}" for b in x["blocks"])),
+          escape.md(format_percent(x["spread_percent"]) if x["spread_percent"] is not None
+                    else "—")]
          for x in rows])

@@ -19,7 +19,7 @@ from perfpages.analysis.decision import Change
 from perfpages.analysis.metric import parameter
 from perfpages.analysis.reading import noise_metrics
 from perfpages.errors import AnalysisError
-from perfpages.site import agreement, store
+from perfpages.site import store
 from perfpages.site.pins import Found, Pins
 
 
@@ -28,8 +28,7 @@ def judge(pins: Pins, a: Found, b: Found, metric: str) -> Change:
     ledger."""
     change = Change(metric, a.cell, b.cell, pins.rule(a.run))
     key = (a.run, a.block, a.parameters, a.label, b.run, b.parameters, b.label, metric)
-    pins.judged[key] = change
-    pins.lines.setdefault(key, agreement.template_line())  # what the site-wide check names
+    pins.judged[key] = change  # the ledger notes the page line (`pins.Ledger.lines`)
     return change
 
 
