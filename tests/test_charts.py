@@ -44,9 +44,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_results(tmp_path_factory.mktemp("results"))
 
 
-def svgs(text: str) -> list[ET.Element]:
-    """Every chart's SVG, parsed: a chart that is not well-formed XML fails here."""
-    return [ET.fromstring(m.group(0)) for m in re.finditer(r"<svg .*?</svg>", text, re.S)]
+def svgs(text: str, layout: str = "wide") -> list[ET.Element]:
+    """Every chart's SVG in one layout, parsed: a chart that is not well-formed XML fails
+    here."""
+    every = [ET.fromstring(m.group(0)) for m in re.finditer(r"<svg .*?</svg>", text, re.S)]
+    return [svg for svg in every if svg.get("class") == f"perfpages-{layout}"]
 
 
 def texts(svg: ET.Element) -> list[str]:

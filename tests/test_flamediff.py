@@ -14,7 +14,7 @@ import pytest
 from perfpages.archive.stacks import Stack, by_function, fold, parse, read_stacks, stacks_path
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError
-from perfpages.site.flamediff import LESS, MORE, diff_svg, frame_changes
+from perfpages.site.flamediff import LESS, MORE, WIDTH, diff_svg, frame_changes
 from perfpages.testing import Spec, generate
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -36,7 +36,7 @@ process 99:"python app.py";main (app.py:2);idle (sel.py:4) 200
 
 def frames(image: str) -> dict[str, list[dict[str, str]]]:
     """Each drawn frame by its tooltip's first line: its rect's attributes and tooltip."""
-    svg = ET.fromstring(image[image.index("<svg"):image.index("</figure>")])
+    svg = ET.fromstring(image[image.index("<svg"):image.index("</svg>") + 6])
     out: dict[str, list[dict[str, str]]] = {}
     for g in svg.iter(f"{SVG}g"):
         title, rect = g.find(f"{SVG}title"), g.find(f"{SVG}rect")
@@ -65,7 +65,7 @@ def test_changes_are_red_and_blue_and_widths_are_the_heads() -> None:
     assert "base: 20 % · head: 28.6 %" in head["idle (sel.py)"]["tip"]
     # Widths are the head's shares; a frame's callees fill it exactly.
     width = float(head["all"]["width"])
-    assert width == pytest.approx(800)
+    assert width == pytest.approx(WIDTH)
     assert float(head["query (db.py)"]["width"]) == pytest.approx(width * 250 / 700, abs=0.01)
     kids = ("query (db.py)", "render (app.py)", "cache (c.py)")
     assert sum(float(head[k]["width"]) for k in kids) == pytest.approx(
@@ -81,8 +81,8 @@ def test_per_call_scales_both_graphs_alike() -> None:
     image = diff_svg(BASE, HEAD, "t", base_calls=1000, head_calls=1000)
     drawn = frames(image)
     head_all, base_all = drawn["all"]
-    assert float(base_all["width"]) == pytest.approx(800)
-    assert float(head_all["width"]) == pytest.approx(560)  # 7 of 10 ms
+    assert float(base_all["width"]) == pytest.approx(WIDTH)
+    assert float(head_all["width"]) == pytest.approx(0.7 * WIDTH)  # 7 of 10 ms
     assert head_all["fill"] == LESS and "base: 10 ms · head: 7.00 ms" in head_all["tip"]
     assert "−30 %" in head_all["tip"]
     # Per call, the idle frame holds its 2 ms: neutral, though its share grew.
@@ -104,9 +104,10 @@ def test_frame_names_and_title_are_escaped() -> None:
     assert "<script>" not in image and "&lt;script&gt;" in image and "\n" not in image
     drawn = frames(image)  # parses as XML
     assert "<script>x</script> (a&b.py)" in drawn and 'q"uote (b.py)' in drawn
-    assert ET.fromstring(image[image.index("<svg"):image.index("</figure>")]).find(
+    assert ET.fromstring(image[image.index("<svg"):image.index("</svg>") + 6]).find(
         f"{SVG}title").text == 't<&>" second line'
-    assert re.search(r'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 800 \d+"', image)
+    assert re.search(r'<svg class="perfpages-flame" xmlns="http://www.w3.org/2000/svg" '
+                     r'viewBox="0 0 720 \d+"', image)
 
 
 def test_frame_changes_rank_gains_and_losses() -> None:

@@ -70,7 +70,7 @@ def render(tmp_path: Path, results: Path, body: str) -> str:
 
 
 def the_svg(text: str) -> ET.Element:
-    found = re.findall(r"<svg .*?</svg>", text, re.S)
+    found = re.findall(r'<svg class="perfpages-wide" .*?</svg>', text, re.S)
     assert len(found) == 1
     return ET.fromstring(found[0])
 

@@ -30,13 +30,15 @@ from perfpages.analysis.metric import format_number
 from perfpages.archive.stacks import RATE_HZ, Node, Stack, by_function, short_name, tree
 from perfpages.errors import AnalysisError
 
-WIDTH = 800
+WIDTH = 720  # its 12-unit text is 11 px at 660 px; narrower, the figure shows NARROW_NOTE
 ROW = 17  # a frame's height, its gap included
 FONT = 12
 CHAR = 0.6 * FONT  # an average character's width in a sans-serif face
 MORE, LESS = "#b2182b", "#2166ac"  # RdBu's ends: told apart by every colour vision
 FAINT, STRONG = 0.15, 0.65  # opacity of the least and the largest coloured change
 SATURATE = 0.1  # a change of at least this share of the base's total is the strongest colour
+NARROW_NOTE = ("On a screen this narrow the flame graph's labels would be too small to read: "
+               "the table below lists the functions that gained or lost most.")
 
 
 @dataclass(frozen=True)
@@ -219,10 +221,12 @@ def diff_svg(base: Counter[Stack], head: Counter[Stack], title: str,
     desc = (f"Differential flame graph, {flat}: frame widths from the head profile, red where "
             "the head spends more time, blue less.")
     return ('<figure class="perfpages-chart perfpages-flamediff" data-search-exclude>'
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {top:.0f}" '
+            f'<svg class="perfpages-flame" xmlns="http://www.w3.org/2000/svg" '
+            f'viewBox="0 0 {WIDTH} {top:.0f}" '
             f'role="img" aria-label="{escape(flat)}" font-family="sans-serif" '
             f'font-size="{FONT}" fill="currentColor"><title>{escape(flat)}</title>'
-            f"<desc>{escape(desc)}</desc>" + "".join(out) + "</svg></figure>")
+            f"<desc>{escape(desc)}</desc>" + "".join(out) + "</svg>"
+            f'<p class="perfpages-flame-note">{NARROW_NOTE}</p></figure>')
 
 
 def _totals(shape: _Side, per_call: bool) -> str:
