@@ -18,6 +18,9 @@ import pytest
 
 from perfpages.archive.reader import open_run, read_manifest, verify
 from perfpages.run.runner import Options, run
+from perfpages.site.pins import Pins
+from perfpages.site.store import RunStore
+from perfpages.site.why import why
 from sites import quiet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +59,16 @@ def test_an_instructions_block_archives_counts_per_call(tmp_path: Path) -> None:
     kept = sorted(p.name for p in (run_dir / "diagnostics" / "instructions").rglob("*callgrind*"))
     assert kept and all(n.startswith("r1-") for n in kept)
     assert len(kept) == 2  # round 1 only, one process each
+    # why(): the functions whose instructions per call changed most, own and inclusive
+    pins = Pins({"r": RunStore(run_dir.parent).get(run_dir.name)})
+    text = why(pins, "fast", "spin", block="instructions", profile=None)
+    section = text.split("**Instructions by function**", 1)[1]
+    assert "interpreter's C functions" in section
+    own, inclusive = section.split("| function (")[1:3]
+    assert own.startswith("own instructions per call)")
+    assert inclusive.startswith("inclusive instructions per call)")
+    first = next(ln for ln in own.splitlines() if ln.startswith("| <code>"))
+    assert first.split("|")[4].strip().startswith("+")  # the spin's extra work, added
 
 
 def test_ctrl_c_leaves_no_callgrind_running(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfpages.archive.reader import path_part
 from perfpages.errors import ArchiveError
 
 GZ = ".gz"
@@ -131,3 +132,16 @@ def short(name: str) -> str:
     file, _, fn = name.partition(":")
     base = file.rsplit("/", 1)[-1]
     return fn if base in ("", "???") else f"{fn} ({base})"
+
+
+def window_profile(run_dir: Path, block: str, label: str, params_key: str) -> Profile | None:
+    """An instructions block's round-1 window of one case, every process's dump summed (the
+    files `perfpages.run.instructions` keeps); None: not archived."""
+    folder = run_dir / "diagnostics" / block / path_part(label)
+    files = sorted(folder.glob(f"r1-{path_part(params_key)}.callgrind.*"))
+    if not files:
+        return None
+    total = Profile()
+    for path in files:
+        total.add(read(path))
+    return total
