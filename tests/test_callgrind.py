@@ -34,10 +34,11 @@ def counted(tmp: Path, env: dict[str, str], windows: int,
 
 def test_one_caller_counts_repeat_and_extra_work_shows(tmp_path: Path) -> None:
     callgrind.check()
-    spec = Instructions(calls=30, callers=1, warmup=10)
+    spec = Instructions(calls=30, callers=1, warmup=10, idle_s=1)
     first, second = counted(tmp_path / "base", {}, 2, spec)
     assert (first.calls, first.failed, len(first.files)) == (30, 0, 1)
-    assert first.instructions > 0
+    assert first.instructions > 0 and first.idle_per_s >= 0
+    assert first.per_call <= first.instructions / first.calls  # net of the idle rate
     assert abs(second.per_call / first.per_call - 1) < 0.005
     # 5,000 more iterations of a Python loop per call: tens of instructions each
     (spun,) = counted(tmp_path / "spin", {"TINY_SPIN": "5000"}, 1, spec)

@@ -17,7 +17,7 @@ def case(call: str) -> HttpCase:
 
 def test_an_instructions_block_counts_calls() -> None:
     block = HttpBlockSpec("ins", (case("a"), case("b")),
-                          instructions=Instructions(calls=200, callers=2, warmup=10))
+                          instructions=Instructions(calls=200, callers=2, warmup=10, idle_s=0))
     assert block.metrics == ("instructions",)
     # the windows' parameters say what ran, not the cases' own callers
     assert [c.params for c in block.cases] == [
@@ -28,9 +28,12 @@ def test_an_instructions_block_counts_calls() -> None:
     assert seconds == callgrind.START_ESTIMATE_S + 2 * 210 * callgrind.SECONDS_PER_CALL / 2
     # twice the calls, twice the calls' share of the estimate; the window length is not read
     longer = HttpBlockSpec("ins", (case("a"), case("b")),
-                           instructions=Instructions(calls=410, callers=2, warmup=10))
+                           instructions=Instructions(calls=410, callers=2, warmup=10, idle_s=0))
     assert case_seconds(longer, method) - callgrind.START_ESTIMATE_S == pytest.approx(
         2 * (seconds - callgrind.START_ESTIMATE_S))
+    idle = HttpBlockSpec("ins", (case("a"), case("b")),
+                         instructions=Instructions(calls=200, callers=2, warmup=10, idle_s=5))
+    assert case_seconds(idle, method) == seconds + 2 * 5  # each window's idle rate
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -44,7 +47,7 @@ def test_what_an_instructions_block_refuses(kwargs: dict[str, object], words: st
 
 
 @pytest.mark.parametrize("kwargs", [{"calls": 0}, {"callers": 0}, {"calls": 2, "callers": 3},
-                                    {"warmup": -1}])
+                                    {"warmup": -1}, {"idle_s": -1}, {"idle_s": 601}])
 def test_bad_instructions_are_refused_in_one_line(kwargs: dict[str, int]) -> None:
     with pytest.raises(PerfpagesError, match="give calls >= callers >= 1"):
         Instructions(**kwargs)

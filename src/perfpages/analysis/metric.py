@@ -54,6 +54,8 @@ _KNOWN: dict[str, MetricInfo] = {
     # Counted under valgrind's callgrind (perfpages.run.callgrind): the subject's processes' own
     # instructions, the machine's speed cannot move them (waits, I/O, cache misses not in them).
     "instructions": MetricInfo("instructions", "instructions", "per call", False),
+    # The subject's instructions per second without calls (its timers), taken off the above.
+    "idle_instructions": MetricInfo("idle_instructions", "idle instructions", "/s", None),
     # PostgreSQL sessions a call opens (pg_stat_database.sessions): 1 without a pool, ~0 with.
     "connections": MetricInfo("connections", "connections per call", "", False),
     # HTTP bytes per answered request (the load generator's count): shown, not judged.

@@ -66,7 +66,7 @@ def traced(service: Service, out_dir: Path) -> Service:
 def estimate_s(spec: Instructions, cases: int) -> float:
     """Seconds one label's turn of `cases` cases takes, counted from its calls."""
     calls = cases * (spec.calls + spec.warmup)
-    return START_ESTIMATE_S + calls * SECONDS_PER_CALL / spec.callers
+    return START_ESTIMATE_S + calls * SECONDS_PER_CALL / spec.callers + cases * spec.idle_s
 
 
 def group(pgid: int) -> list[int]:
@@ -157,17 +157,20 @@ async def send(load: Load, calls: int, callers: int, seed: int) -> tuple[int, in
 @dataclass(frozen=True)
 class Count:
     """One window's count: its calls, those that failed, every process's instructions, its
-    wall time and its dump files (one per process)."""
+    wall time, its dump files (one per process) and the subject's instructions per second
+    without calls (`idle_per_s`, 0 if not measured)."""
 
     calls: int
     failed: int
     instructions: int
     duration_s: float
     files: tuple[Path, ...]
+    idle_per_s: float = 0.0
 
     @property
     def per_call(self) -> float:
-        return self.instructions / self.calls
+        """Net of the idle rate over the window's duration (never below zero)."""
+        return max(self.instructions - self.idle_per_s * self.duration_s, 0.0) / self.calls
 
 
 def window(pgid: int, out_dir: Path, load: Load, spec: Instructions, seed: int) -> Count:
@@ -185,10 +188,27 @@ def window(pgid: int, out_dir: Path, load: Load, spec: Instructions, seed: int) 
         duration = time.monotonic() - start
         control(pids, "--dump=perfpages")
         new = _wait_dumps(out_dir, before, pids)
+        idle = _idle(pids, out_dir, spec.idle_s) if spec.idle_s else 0.0
     finally:
         if group(pgid):
             control(group(pgid), "--instr=off")
-    return Count(sent, failed, sum(totals(p) for p in new), duration, tuple(sorted(new)))
+    return Count(sent, failed, sum(totals(p) for p in new), duration, tuple(sorted(new)),
+                 idle)
+
+
+def _idle(pids: list[int], out_dir: Path, seconds: float) -> float:
+    """The subject's instructions per second with no call in flight (its dumps deleted)."""
+    control(pids, "--zero")
+    before = dumps(out_dir)
+    start = time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - start
+    control(pids, "--dump=perfpages-idle")
+    new = _wait_dumps(out_dir, before, pids)
+    counted = sum(totals(p) for p in new)
+    for path in new:
+        path.unlink(missing_ok=True)
+    return counted / elapsed
 
 
 def _wait_dumps(out_dir: Path, before: set[Path], pids: list[int]) -> set[Path]:

@@ -58,17 +58,23 @@ class Instructions:
     valgrind's callgrind and each window is `calls` calls (not seconds) from `callers`
     concurrent callers, closed loop, after `warmup` calls; its metric is `instructions` per
     call. One caller keeps the count exact; more callers add thread interleaving (state their
-    own A/A spread)."""
+    own A/A spread). `idle_s`: after each window, the subject's instructions over this many
+    seconds without calls (its timers: a gunicorn worker's and master's once-a-second loops)
+    give a rate per second, taken off the window's count for its duration (0: not measured),
+    since a window's duration follows the machine's speed."""
 
     calls: int = 300
     callers: int = 1
     warmup: int = 20
+    idle_s: float = 5.0
 
     def __post_init__(self) -> None:
-        if self.calls < 1 or self.callers < 1 or self.warmup < 0 or self.callers > self.calls:
+        if (self.calls < 1 or self.callers < 1 or self.warmup < 0 or self.callers > self.calls
+                or not 0 <= self.idle_s <= 600):
             raise PerfpagesError(f"instructions: calls={self.calls}, callers={self.callers}, "
-                                 f"warmup={self.warmup}", key="instructions",
-                                 fix="give calls >= callers >= 1 and warmup >= 0")
+                                 f"warmup={self.warmup}, idle_s={self.idle_s}",
+                                 key="instructions", fix="give calls >= callers >= 1, "
+                                 "warmup >= 0 and idle_s from 0 to 600")
 
 
 INSTRUCTION_METRICS = ("instructions",)

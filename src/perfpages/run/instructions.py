@@ -52,7 +52,8 @@ def case(session: Session, writer: ArchiveWriter, block: HttpBlockSpec, label: s
     session.append(writer, Window(
         block.name, label, rnd, dict(case.params), start, count.duration_s,
         requests=count.calls, codes={"200": count.calls}, throughput=None,
-        metrics={"instructions": round(count.per_call, 3)}, attempt=attempt))
+        metrics={"instructions": round(count.per_call, 3),
+                 "idle_instructions": round(count.idle_per_s, 1)}, attempt=attempt))
     if rnd == 1 and attempt == 1:
         for index, path in enumerate(count.files, 1):
             writer.write_file(profile_path(block.name, label, params_key(case.params), index),
