@@ -55,6 +55,7 @@ from perfpages import (
     HttpBlockSpec,
     HttpCase,
     HttpTurn,
+    Instructions,
     LabelSpec,
     Load,
     Request,
@@ -288,6 +289,20 @@ def suite(quick: bool) -> Suite:
                       labels=("0.42.0", "0.43.0", "0.43.0-noaccess", "0.43.0-quiet",
                               "0.43.0+cache"), rounds=1, flamegraph=True,
                       flame_rules=FLAME_RULES, window_s=None if quick else 8.0),
+        # Issue 36: instructions per call under valgrind's callgrind, which a busy machine
+        # cannot move (waits, round trips, I/O are not in them); calls counted, not seconds.
+        HttpBlockSpec("instructions", tuple(closed(c, 1, rows) for c in calls),
+                      title="Instructions per call (the worker under callgrind, one caller)",
+                      description="each call 300 times per window from one caller, counted "
+                                  "by callgrind in gunicorn's master and worker; Python shows "
+                                  "as the interpreter's C functions",
+                      labels=("0.42.0", "0.43.0-noaccess", "0.43.0", "0.43.0-again"),
+                      # 8: the fewest rounds the wilcoxon rule can call clear at α = 1 %
+                      rounds=2 if quick else 8,
+                      # gunicorn's master and gthread worker wake once a second: their
+                      # instructions per second, measured idle, come off each window's count
+                      instructions=Instructions(calls=30 if quick else 300, callers=1,
+                                                idle_s=10.0)),
     )
     size = f"{rows:,} accounts"
     # Method v2.1: 20 rounds of 2 s per call, every label's window of a call back to back, each

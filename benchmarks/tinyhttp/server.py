@@ -3,7 +3,9 @@
 GET /health → 200; GET /item?id=N → 200 with a small JSON body; GET /spin → 200 after about a
 millisecond of Python work (something for a profiler to see); GET /fail → 500.
 TINY_DELAY_MS delays every /item (a slower "build"); TINY_ITEM_STATUS answers /item with another
-status (a build a test can tell apart); TINY_EXIT=1 exits at start (a broken one).
+status (a build a test can tell apart); TINY_SPIN=N adds N iterations of spin()'s loop to every
+/item (known extra work per call, for instruction counts); TINY_EXIT=1 exits at start (a
+broken one).
 """
 
 import json
@@ -14,11 +16,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DELAY = float(os.environ.get("TINY_DELAY_MS", "0")) / 1000.0
 ITEM_STATUS = int(os.environ.get("TINY_ITEM_STATUS", "200"))
+SPIN = int(os.environ.get("TINY_SPIN", "0"))
 
 
-def spin() -> int:
+def spin(n: int = 20000) -> int:
     total = 0
-    for i in range(20000):
+    for i in range(n):
         total += i * i
     return total
 
@@ -34,6 +37,8 @@ class Handler(BaseHTTPRequestHandler):
             status, body = 200, b"ok"
         elif self.path.startswith("/item"):
             time.sleep(DELAY)
+            if SPIN:
+                spin(SPIN)
             status, body = ITEM_STATUS, json.dumps({"path": self.path}).encode()
         elif self.path == "/spin":
             status, body = 200, str(spin()).encode()

@@ -6,6 +6,7 @@ The one import for suite authors and readers of archives::
     from perfpages import Placement                                         # CPU sets
     from perfpages import Secret, Public         # a label's env value: secret, or not
     from perfpages import HttpBlockSpec, HttpCase, Service, ServiceSpec, Load, Request  # HTTP
+    from perfpages import Instructions          # an HTTP block counted under callgrind
     from perfpages import load, open_run                                    # reading runs
 
 The package reads as the data path: `run/` (replaying suites) → `loadgen/` (HTTP load) →
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         HttpBlockSpec,
         HttpCase,
         HttpTurn,
+        Instructions,
         LabelSpec,
         Service,
         Suite,
@@ -47,6 +49,7 @@ _PUBLIC = {
     "DataSet": "perfpages.run.suite", "BlockSpec": "perfpages.run.suite",
     "HttpBlockSpec": "perfpages.run.suite", "HttpCase": "perfpages.run.suite",
     "HttpTurn": "perfpages.run.suite", "Service": "perfpages.run.suite",
+    "Instructions": "perfpages.run.suite",
     "Placement": "perfpages.run.placement",
     "Secret": "perfpages.archive.secrets", "Public": "perfpages.archive.secrets",
     "ServiceSpec": "perfpages.run.service", "Script": "perfpages.run.pgbench",
@@ -57,7 +60,8 @@ _PUBLIC = {
 }
 
 __all__ = [  # the same names as _PUBLIC (a test checks), spelled out for type checkers
-    "BlockSpec", "DataSet", "HttpBlockSpec", "HttpCase", "HttpTurn", "LabelSpec", "Load",
+    "BlockSpec", "DataSet", "HttpBlockSpec", "HttpCase", "HttpTurn", "Instructions", "LabelSpec",
+    "Load",
     "PerfpagesError", "Placement", "Public", "Request", "Run", "Script", "Secret", "Service",
     "ServiceSpec", "Suite", "__version__", "load", "open_run",
 ]

@@ -24,7 +24,7 @@ class MetricInfo:
 LATENCY_METRICS = (*PERCENTILES, "mean", "min", "max")
 # What a call costs (perfpages.run.cost; bytes from the load generator): tabled per block.
 COST_METRICS = ("cpu_ms", "pg_cpu_ms", "statements", "buffers_hit", "buffers_read",
-                "connections", "sent_bytes", "received_bytes")
+                "connections", "sent_bytes", "received_bytes", "instructions")
 
 # A transcribed summary (perfpages import) stores the min and max its source gives beside a
 # metric's median as METRIC.min and METRIC.max: shown, never judged, never taken for rounds.
@@ -51,6 +51,11 @@ _KNOWN: dict[str, MetricInfo] = {
     "pg_cpu_ms": MetricInfo("pg_cpu_ms", "PostgreSQL CPU per call", "ms", False),
     "buffers_hit": MetricInfo("buffers_hit", "shared buffers hit per call", "", False),
     "buffers_read": MetricInfo("buffers_read", "shared buffers read per call", "", False),
+    # Counted under valgrind's callgrind (perfpages.run.callgrind): the subject's processes' own
+    # instructions, the machine's speed cannot move them (waits, I/O, cache misses not in them).
+    "instructions": MetricInfo("instructions", "instructions", "per call", False),
+    # The subject's instructions per second without calls (its timers), taken off the above.
+    "idle_instructions": MetricInfo("idle_instructions", "idle instructions", "/s", None),
     # PostgreSQL sessions a call opens (pg_stat_database.sessions): 1 without a pool, ~0 with.
     "connections": MetricInfo("connections", "connections per call", "", False),
     # HTTP bytes per answered request (the load generator's count): shown, not judged.

@@ -37,7 +37,7 @@ from perfpages.errors import PerfpagesError, clip
 from perfpages.loadgen import generator as loadgen
 from perfpages.loadgen import locust
 from perfpages.loadgen.spec import Load, Request
-from perfpages.run import collect, cost, counts
+from perfpages.run import callgrind, collect, cost, counts, instructions
 from perfpages.run.blocks import (
     Idle,
     Session,
@@ -62,6 +62,8 @@ def case_seconds(block: HttpBlockSpec, method: Method, each: bool | None = None)
     """The progress bar's estimate of one turn: a settle per group of cases, or, in a block
     the `pairs` order pairs (`each`; None: any but a duet under `pairs`), one before every
     window."""
+    if block.instructions is not None:  # counted in calls, not seconds
+        return callgrind.estimate_s(block.instructions, len(block.cases))
     window = block.window_s or method.window_s
     if each if each is not None else method.order == "pairs" and not block.duet:
         return len(block.cases) * (method.warmup_s + window)
@@ -80,6 +82,7 @@ class HttpBlocks:
         self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
         self.warm = False  # this block keeps its subjects up across its rounds
+        self.counted = False  # this block's subjects run under callgrind
         self.each = False  # this block settles before every window (paired under `pairs`)
         # (label, env, delayed) -> its subject kept up, and the server it is connected to
         self.running: dict[tuple[str, str, bool], tuple[Service, Server]] = {}
@@ -99,6 +102,7 @@ class HttpBlocks:
                    builds: list[Build]) -> None:
         """Before a block's first round: method v2 keeps its subjects up if it can."""
         self.close_block()
+        self.counted = block.instructions is not None and callgrind.check()
         self.warm = method.rule is not None and not restart_reason(builds)
         self.each = settles_each(method, self.unpaired(block, builds))
 
@@ -207,6 +211,8 @@ class HttpBlocks:
                 return kept
             kept[0].stop()  # died since (its last windows' errors say so), or not wanted
         service, server = self._service(suite, b, env, log, delayed)
+        if self.counted:  # its calls counted (perfpages.run.instructions)
+            service = callgrind.traced(service, self.workdir / "callgrind" / slug(key[0]))
         self.idle.forget(key)  # a fresh start: its first use
         service.start()
         if self.warm:
@@ -223,7 +229,8 @@ class HttpBlocks:
         name = b.label.name
         window_s = block.window_s or method.window_s
         pairs = self.each  # every window after a settle of its own load
-        per_case = window_s + (method.warmup_s if pairs else 0.0)
+        per_case = (case_seconds(block, method) / len(block.cases) if block.instructions
+                    else window_s + (method.warmup_s if pairs else 0.0))
 
         def asked(case: HttpCase) -> bool:
             return only is None or params_key(case.params) in only
@@ -360,6 +367,10 @@ class HttpBlocks:
                   network: Crossing | None = None, attempt: int = 1,
                   idle_s: float | None = None) -> loadgen.LoadResult | None:
         name = b.label.name
+        if block.instructions is not None:  # counted under callgrind, in calls
+            instructions.case(self.session, writer, block, name, rnd, case, turn, service,
+                              self._load, record, attempt)
+            return None
         start = utc_now()
         extra: dict[str, float | None] = {}
         costs: list[dict[str, float]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from perfpages.errors import PerfpagesError
@@ -53,6 +53,34 @@ class HttpCase:
 
 
 @dataclass(frozen=True)
+class Instructions:
+    """An instructions block's windows (`perfpages.run.callgrind`): the subject runs under
+    valgrind's callgrind and each window is `calls` calls (not seconds) from `callers`
+    concurrent callers, closed loop, after `warmup` calls; its metric is `instructions` per
+    call. One caller keeps the count exact; more callers add thread interleaving (state their
+    own A/A spread). `idle_s`: after each window, the subject's instructions over this many
+    seconds without calls (its timers: a gunicorn worker's and master's once-a-second loops)
+    give a rate per second, taken off the window's count for its duration (0: not measured),
+    since a window's duration follows the machine's speed."""
+
+    calls: int = 300
+    callers: int = 1
+    warmup: int = 20
+    idle_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if (self.calls < 1 or self.callers < 1 or self.warmup < 0 or self.callers > self.calls
+                or not 0 <= self.idle_s <= 600):
+            raise PerfpagesError(f"instructions: calls={self.calls}, callers={self.callers}, "
+                                 f"warmup={self.warmup}, idle_s={self.idle_s}",
+                                 key="instructions", fix="give calls >= callers >= 1, "
+                                 "warmup >= 0 and idle_s from 0 to 600")
+
+
+INSTRUCTION_METRICS = ("instructions",)
+
+
+@dataclass(frozen=True)
 class HttpBlockSpec:
     """A block that drives the suite's subject service over HTTP with the load generator.
 
@@ -77,8 +105,11 @@ class HttpBlockSpec:
     workers: int = 1  # Locust: local worker processes
     remote_workers: int = 0  # Locust: workers the master waits for (`perfpages loadgen.worker`)
     duet: bool = False  # two labels' subjects at once, the load alternating (perfpages.run.duet)
+    instructions: Instructions | None = None  # the subject under callgrind: instructions per call
 
     def __post_init__(self) -> None:
+        if self.instructions is not None:
+            self._counted(self.instructions)
         if not NAME.match(self.name):
             raise PerfpagesError(f"bad block name {self.name!r}", key="blocks",
                                  fix="use lower-case letters, digits, '-' or '_'")
@@ -102,6 +133,21 @@ class HttpBlockSpec:
         if self.duet and what:
             raise PerfpagesError(f"block {self.name!r} runs as a duet, which cannot take {what}",
                                  key=f"blocks.{self.name}.duet", fix=f"drop duet=True or {what}")
+
+    def _counted(self, spec: Instructions) -> None:
+        """An instructions block: its metric is the count, its windows' parameters say how many
+        calls from how many callers (its cases' own `callers` would not be what ran)."""
+        other = ("a duet" if self.duet else "a flame graph" if self.flamegraph
+                 else "the Locust engine" if self.engine != "perfpages" else "")
+        if other:
+            raise PerfpagesError(f"block {self.name!r} counts instructions, which cannot take "
+                                 f"{other}", key=f"blocks.{self.name}.instructions",
+                                 fix=f"drop {other} or instructions=")
+        metrics = tuple(m for m in self.metrics if m in INSTRUCTION_METRICS)
+        object.__setattr__(self, "metrics", metrics or INSTRUCTION_METRICS)
+        object.__setattr__(self, "cases", tuple(
+            replace(c, params={**c.params, "calls": spec.calls, "callers": spec.callers})
+            for c in self.cases))
 
     @property
     def parameters(self) -> tuple[str, ...]:

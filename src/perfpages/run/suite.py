@@ -30,6 +30,7 @@ from perfpages.run.httpspec import NAME
 from perfpages.run.httpspec import HttpBlockSpec as HttpBlockSpec
 from perfpages.run.httpspec import HttpCase as HttpCase
 from perfpages.run.httpspec import HttpTurn as HttpTurn
+from perfpages.run.httpspec import Instructions as Instructions
 from perfpages.run.httpspec import Service as Service
 from perfpages.run.pgbench import Script
 from perfpages.run.placement import Placement

@@ -3,8 +3,10 @@
 One section from the pinned run: what a call cost under each label (CPU of the subject and of
 PostgreSQL, statements, buffers — perfpages.run.cost) with the one rule's verdict on each; the
 statements whose time per call changed most, with their plan differences (analysis.statements);
-and the differential flame graph of the two labels' py-spy stacks with the functions that gained
-or lost most (site.flamediff). What the run did not archive is said, not hidden.
+the functions whose instructions per call changed most, own and inclusive, in an instructions
+block (archive.calltree, from round 1's callgrind profiles); and the differential flame graph of
+the two labels' py-spy stacks with the functions that gained or lost most (site.flamediff). What
+the run did not archive is said, not hidden.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from pathlib import Path
 from perfpages.analysis import statements
 from perfpages.analysis.method import format_range
 from perfpages.analysis.metric import COST_METRICS, format_value, info
+from perfpages.archive import calltree
 from perfpages.archive.stacks import read_stacks
 from perfpages.errors import AnalysisError
 from perfpages.site import escape
 from perfpages.site.flamediff import diff_svg, frame_changes
 from perfpages.site.pins import Pins
 from perfpages.site.statements import changes_table
+from perfpages.site.store import Loaded
 from perfpages.site.verdicts import judge
 
 
@@ -53,6 +57,8 @@ def why(pins: Pins, base: str, head: str, *, block: str, run: str | None = None,
     diff = statements.differences(loaded, block, base, head)
     out.append(f"**Statements whose time per call changed most** ({escape.md(base)} → "
                f"{escape.md(head)}):" + changes_table(diff, top))
+    if "instructions" in manifest.blocks[block].metrics:
+        out.append(_functions(loaded, alias, block, base, head, top))
     if profile is not None:
         out.append(_flames(loaded.path, alias, profile, base, head, top))
     return "\n\n" + "\n\n".join(part.strip("\n") for part in out) + "\n\n"
@@ -116,3 +122,44 @@ def _flames(run_dir: Path, alias: str, block: str, base: str, head: str, top: in
             ["function (own samples)", escape.md(base), escape.md(head), "step", "change"],
             [[escape.code(c.frame), *(escape.md(x) for x in c.text())] for c in moved])]
     return "\n".join(lines)
+
+
+def _per_call(loaded: Loaded, block: str, label: str) -> tuple[calltree.Profile, int] | None:
+    """A label's round-1 profiles over the block's cases, summed, and the calls they counted."""
+    merged, calls = calltree.Profile(), 0
+    for rec in loaded.cells:
+        if rec.block == block and rec.label == label and rec.metric == "instructions":
+            found = calltree.window_profile(loaded.path, block, label, rec.parameters)
+            if found is not None:
+                merged.add(found)
+                calls += int(rec.params.get("calls", 0))
+    return (merged, calls) if calls else None
+
+
+def _functions(loaded: Loaded, alias: str, block: str, base: str, head: str, top: int) -> str:
+    """The functions whose own and inclusive instructions per call changed most."""
+    profiles = {name: _per_call(loaded, block, name) for name in (base, head)}
+    missing = [name for name, p in profiles.items() if p is None]
+    if missing:
+        return (f"**Instructions by function**: run {escape.md(alias)} kept no callgrind "
+                f"profiles for {escape.md(', '.join(missing))} in block {escape.md(block)}.")
+    (a, na), (b, nb) = (p for p in profiles.values() if p is not None)
+    parts = [f"**Instructions by function** ({escape.md(base)} → {escape.md(head)}, round 1's "
+             "callgrind profiles, per call over the block's cases): callgrind counts machine "
+             "instructions, so Python code shows as the interpreter's C functions "
+             "(`_PyEval_EvalFrameDefault` and the like); the flame graph difference stays the "
+             "view for Python functions."]
+    for kind, title in (("own", "own instructions per call"),
+                        ("inclusive", "inclusive instructions per call")):
+        before, after = getattr(a, kind), getattr(b, kind)
+        moved = sorted(set(before) | set(after), key=lambda n: -abs(
+            after.get(n, 0) / nb - before.get(n, 0) / na))[:top]
+        rows = []
+        for name in moved:
+            x, y = before.get(name, 0) / na, after.get(name, 0) / nb
+            change = f"{y - x:+,.0f}" + (f" ({(y - x) / x:+.1%})" if x else "")
+            rows.append([escape.code(calltree.short(name)), escape.md(f"{x:,.0f}"),
+                         escape.md(f"{y:,.0f}"), escape.md(change)])
+        parts.append(escape.table([f"function ({title})", escape.md(base), escape.md(head),
+                                   "change"], rows))
+    return "\n\n".join(parts)

@@ -1,0 +1,105 @@
+"""An instructions block end to end under real valgrind and PostgreSQL floors (the tinycallgrind
+suite: tinyhttp's subject, windows of 20 calls): archived counts, sealed profiles, and nothing
+under callgrind left running after Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from perfpages.archive.reader import open_run, read_manifest, verify
+from perfpages.run.runner import Options, run
+from perfpages.site.pins import Pins
+from perfpages.site.store import RunStore
+from perfpages.site.why import why
+from sites import quiet
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+pytestmark = [pytest.mark.postgres, pytest.mark.valgrind]
+
+
+def traced(tmpdir: Path) -> list[int]:
+    """Live callgrind processes started with this TMPDIR (their output file names it)."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        line = " ".join(p.info["cmdline"] or [])
+        if p.info["status"] != psutil.STATUS_ZOMBIE and "callgrind" in line \
+                and str(tmpdir) in line:
+            found.append(p.pid)
+    return found
+
+
+def test_an_instructions_block_archives_counts_per_call(tmp_path: Path) -> None:
+    run_dir = run(Options(suite="tinycallgrind", benchmarks=BENCHMARKS,
+                          results=tmp_path / "results", seed=3,
+                          command="invoke bench.run --suite tinycallgrind"), quiet())
+    r = open_run(run_dir)
+    assert verify(run_dir) == [] and r.manifest.status == "complete"
+    block = r.manifest.blocks["instructions"]
+    assert block.metrics == ("instructions",)
+    assert block.parameters == ("call", "calls", "callers")
+    counts: dict[str, list[float]] = {}
+    for w in r.measured:
+        assert w.status == "ok" and w.params == {"call": "item", "calls": 20, "callers": 1}
+        counts.setdefault(w.label, []).append(w.metrics["instructions"] or 0.0)
+    assert {k: len(v) for k, v in counts.items()} == {"fast": 2, "spin": 2}
+    fast, spin = counts["fast"], counts["spin"]
+    assert abs(fast[1] / fast[0] - 1) < 0.005
+    assert min(spin) - max(fast) > 5000 * 20  # the known extra work per call
+    kept = sorted(p.name for p in (run_dir / "diagnostics" / "instructions").rglob("*callgrind*"))
+    assert kept and all(n.startswith("r1-") for n in kept)
+    assert len(kept) == 2  # round 1 only, one process each
+    # why(): the functions whose instructions per call changed most, own and inclusive
+    pins = Pins({"r": RunStore(run_dir.parent).get(run_dir.name)})
+    text = why(pins, "fast", "spin", block="instructions", profile=None)
+    section = text.split("**Instructions by function**", 1)[1]
+    assert "interpreter's C functions" in section
+    own, inclusive = section.split("| function (")[1:3]
+    assert own.startswith("own instructions per call)")
+    assert inclusive.startswith("inclusive instructions per call)")
+    first = next(ln for ln in own.splitlines() if ln.startswith("| <code>"))
+    assert first.split("|")[4].strip().startswith("+")  # the spin's extra work, added
+
+
+def test_ctrl_c_leaves_no_callgrind_running(tmp_path: Path) -> None:
+    # Not under pytest's tmp root (0700 to another pytest session): PostgreSQL's user traverses
+    # the run's temporary directories.
+    tmpdir = Path(tempfile.mkdtemp(prefix="perfpages-callgrind-"))
+    tmpdir.chmod(0o755)
+    try:
+        interrupted(tmpdir, tmp_path / "results")
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def interrupted(tmpdir: Path, results: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmpdir), "COLUMNS": "200",
+           "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "perfpages", "bench.run", "--suite",
+                             "tinycallgrind", "--results", str(results)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not traced(tmpdir) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert traced(tmpdir), f"the subject never ran under callgrind: {proc.poll()}"
+    time.sleep(2)  # into its start or its first window
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    (run_dir,) = results.iterdir()
+    assert read_manifest(run_dir).status == "partial"
+    deadline = time.monotonic() + 30  # parent-death signals reach them; never a timing claim
+    while traced(tmpdir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert traced(tmpdir) == []
