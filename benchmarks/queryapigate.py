@@ -293,7 +293,7 @@ def suite(quick: bool) -> Suite:
         # cannot move (waits, round trips, I/O are not in them); calls counted, not seconds.
         HttpBlockSpec("instructions", tuple(closed(c, 1, rows) for c in calls),
                       title="Instructions per call (the worker under callgrind, one caller)",
-                      description="each call 300 times per window from one caller, counted "
+                      description="each call 50 times per window from one caller, counted "
                                   "by callgrind in gunicorn's master and worker; Python shows "
                                   "as the interpreter's C functions",
                       labels=("0.42.0", "0.43.0-noaccess", "0.43.0", "0.43.0-again"),
@@ -301,8 +301,10 @@ def suite(quick: bool) -> Suite:
                       rounds=2 if quick else 8,
                       # gunicorn's master and gthread worker wake once a second: their
                       # instructions per second, measured idle, come off each window's count
-                      instructions=Instructions(calls=30 if quick else 300, callers=1,
-                                                idle_s=10.0)),
+                      # 50 calls: the count per call repeats to a few parts in ten thousand
+                      # over 20-30 calls with one caller; 300 would take hours under callgrind
+                      instructions=Instructions(calls=30 if quick else 50, callers=1,
+                                                idle_s=5.0)),
     )
     size = f"{rows:,} accounts"
     # Method v2.1: 20 rounds of 2 s per call, every label's window of a call back to back, each
