@@ -22,7 +22,7 @@ GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "suites.md"
 TEXT = GUIDE.read_text()
 CODE = re.findall(r"^```python\n(.*?)^```", TEXT, re.S | re.M)
 PUBLIC = ["Suite", "LabelSpec", "DataSet", "BlockSpec", "Script", "HttpBlockSpec", "HttpCase",
-          "HttpTurn", "Service", "ServiceSpec", "Load", "Request", "Placement"]
+          "HttpTurn", "Instructions", "Service", "ServiceSpec", "Load", "Request", "Placement"]
 CLASSES: dict[str, type] = {name: getattr(perfpages, name) for name in PUBLIC}
 CLASSES |= {"Build": Build, "Label": Label, "Pin": Pin, "Target": Target}
 # How the guide names the objects its hooks receive (and the suite itself).
