@@ -38,6 +38,7 @@ COLUMN, COLUMN_NARROW = 688.0, 358.0
 CHAR, CHAR_NARROW = 7.4, 6.5
 PAD, PAD_NARROW = 18.0, 11.0  # a cell's padding, both sides
 HEADER_CHARS = 12  # a header wraps: it takes about this many characters of width at least
+NAME_CHARS = 24  # a row's name wraps too, past about this many characters
 FILL = 0.9  # stacked past this share of the column: borders, and text wider than its count
 
 
@@ -46,11 +47,12 @@ def _text(cell: str) -> str:
 
 
 def estimate(header: list[str], rows: list[list[str]], char: float, pad: float) -> float:
-    """The table's width in px with each cell on one line and each header wrapped."""
+    """The table's width in px: figures on one line, headers and row names wrapped."""
     width = 0.0
     for col, head in enumerate(header):
         cells = [len(r[col]) for r in rows if col < len(r)]
         chars = max([min(len(head), HEADER_CHARS), *cells])
+        chars = min(chars, NAME_CHARS) if col == 0 else chars
         width += chars * char + pad
     return width
 
@@ -144,6 +146,10 @@ STYLE = f"""\
 /* Material clips its wrapped table (overflow: hidden), which would hold the sticky column. */
 .md-typeset .perfpages-table .md-typeset__table table:not([class]) {{ overflow: visible; }}
 .md-typeset .perfpages-table table:not([class]) td {{ white-space: nowrap; }}
+/* a row's name may wrap (a comparison's name is a phrase); its figures may not */
+.md-typeset .perfpages-table table:not([class]) td:first-child {{
+  white-space: normal; min-width: 8em;
+}}
 /* Material holds each header at least 5rem wide: seven short columns took 700 px. */
 .md-typeset .perfpages-table table:not([class]) th {{ min-width: 0; }}
 /* Material's cells pad 1.25em each side: half of it lets more columns fit. */
