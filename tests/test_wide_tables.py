@@ -1,6 +1,7 @@
 """Wide tables: on pages that pin runs and on run pages every table sits in a
-`perfpages-table` box (added to the HTML, not the Markdown), and the one stylesheet holds the
-rules that make it scroll sideways with its row names in place."""
+`perfpages-table` box (added to the HTML, not the Markdown), stacked where it would not fit the
+column, and the one stylesheet holds the rules that stack it, or make it scroll sideways inside
+the column with its row names in place."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def boxed(html: str) -> tuple[int, int]:
     """(tables, tables directly inside a perfpages-table box)."""
     return (len(re.findall(r"<table\b", html)),
-            len(re.findall(r'<div class="perfpages-table"><table>', html)))
+            len(re.findall(r'<div class="perfpages-table[^"]*"><table>', html)))
 
 
 def test_tables_of_a_page_that_pins_runs_are_boxed(site: Path) -> None:
@@ -80,3 +81,57 @@ def test_wrap_boxes_every_table_once() -> None:
     out = tables.wrap(html)
     assert out.count('<div class="perfpages-table"><table>') == 2
     assert out.count("</table></div>") == 2 and out.startswith("<p>a</p>")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A table as Python-Markdown writes it."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>\n" for r in rows)
+    return f"<table>\n<thead>\n<tr>{head}</tr>\n</thead>\n<tbody>\n{body}</tbody>\n</table>"
+
+
+SWEEP = table(["throughput, per second, by call", "0.42.0", "0.43.0", "0.43.0+cache",
+               "0.43.0 vs 0.42.0", "0.43.0+cache vs 0.42.0"],
+              [[call, "271 (218–324)", "294 (236–328)", "432 (368–480)",
+                "+5.8 % (clear gain)", "+59 % (clear gain)"] for call in ("page", "write")])
+SETTINGS = table(["setting", "0.42.0", "0.43.0", "0.43.0-quiet", "0.43.0+cache"],
+                 [["max&#95;connections", "200", "200", "200", "200"],
+                  ["work_mem", "4MB", "4MB", "4MB", "4MB"]])
+SHORT = table(["option", "meaning"], [["a", "b"]])
+
+
+def test_a_sweep_too_wide_for_the_column_is_stacked_with_each_cell_labelled() -> None:
+    out = tables.wrap(SWEEP)
+    assert out.startswith(f'<div class="{tables.CLASS} {tables.STACK}"><table>')
+    cells = re.findall(r'<td data-label="([^"]*)">([^<]*)</td>', out)
+    assert len(cells) == 2 * 6  # every body cell, by its column's header
+    assert [label for label, _ in cells[:6]] == [
+        "throughput, per second, by call", "0.42.0", "0.43.0", "0.43.0+cache",
+        "0.43.0 vs 0.42.0", "0.43.0+cache vs 0.42.0"]
+    assert cells[6] == ("throughput, per second, by call", "write")  # labels restart per row
+    assert out.count("<th>") == 6  # the header row stays (the first one titles the blocks)
+
+
+def test_a_table_that_fits_a_laptop_but_not_a_phone_is_stacked_on_the_phone_only() -> None:
+    out = tables.wrap(SETTINGS)
+    assert out.startswith(f'<div class="{tables.CLASS} {tables.STACK_NARROW}"><table>')
+    assert '<td data-label="setting">max&#95;connections</td>' in out  # labels stay escaped
+    assert out.count("data-label=") == 2 * 5
+
+
+def test_a_table_that_fits_keeps_its_rows_and_columns() -> None:
+    assert tables.wrap(SHORT) == f'<div class="{tables.CLASS}">{SHORT}</div>'
+
+
+def test_the_stylesheet_stacks_rows_and_keeps_every_scroll_box_in_the_column() -> None:
+    css = re.sub(r"/\*.*?\*/", "", tables.STYLE, flags=re.S)
+    rules = {" ".join(k.split()): v for k, v in re.findall(r"([^{}]+)\{([^}]*)\}", css)}
+    assert "margin-left: 0" in rules[".md-typeset .md-typeset__scrollwrap"]
+    phone = css[css.index("@media screen and (max-width: 30em)"):]
+    for scope, within in ((tables.STACK, css[:css.index("@media")]), (tables.STACK_NARROW, phone)):
+        t = f".md-typeset .{scope} table:not([class])"
+        assert f"{t} tbody tr" in " ".join(within.split())
+        grid = rules[f"{t} tbody tr"]
+        assert "display: grid" in grid and "auto-fill" in grid
+        assert "attr(data-label)" in rules[f"{t} td[data-label]:not(:first-child)::before"]
+        assert "position: static" in rules[f"{t} tr > :first-child"]  # no sticky column
