@@ -67,7 +67,7 @@ _Dumper.add_representer(Tagged, _represent)
 def read(mkdocs_yml: Path) -> dict[str, Any]:
     """mkdocs.yml as data (tags kept); a file that is missing or not YAML is one line."""
     try:
-        config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_Loader) or {}
+        config = yaml.load(project.regular_text(mkdocs_yml), Loader=_Loader) or {}
     except (OSError, UnicodeDecodeError) as exc:
         raise PerfpagesError(f"cannot read it: {exc}", where=mkdocs_yml,
                              fix="run this in the site's repository, or set "
