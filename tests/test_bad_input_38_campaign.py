@@ -54,3 +54,22 @@ def test_a_cache_entry_that_is_no_file_is_computed_again(tmp_path: Path, results
         assert cells.read_text() == "not a directory\n"
     else:  # nothing of perfpages' cache removed that it did not write
         assert all(os.path.lexists(entry) for entry in entries)
+
+
+@pytest.mark.parametrize(("args", "config", "says"), [
+    (("--out", ""), None, "error: --out: --out is empty — give --out a path"),
+    (("--docs", ""), None, "error: --docs: --docs is empty"),
+    ((), "plugins: [{perfpages: {results: 5}}]\n",
+     "mkdocs.yml: plugins.perfpages.results: 5 is not a directory's path"),
+    ((), "docs_dir: 5\nplugins: [perfpages]\n", "mkdocs.yml: docs_dir: 5 is not a directory's"),
+    ((), "docs_dir: ''\nplugins: [perfpages]\n", "mkdocs.yml: docs_dir: '' is not a directory's"),
+])
+def test_an_empty_or_odd_path_is_no_default(tmp_path: Path, results: Path, args: tuple[str, ...],
+                                            config: str | None, says: str) -> None:
+    """'' or a number was read as 'the default' and rendered there: now one line, nothing
+    written."""
+    project = site(tmp_path, results)
+    if config is not None:
+        (project / "mkdocs.yml").write_text("site_name: t\n" + config)
+    one_error(perfpages(project, "render", *args), says)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "mkdocs.yml"]

@@ -138,7 +138,11 @@ class Site:
                                  key="plugins", fix="add `- perfpages` under plugins")
         results = options.get("results")
         docs_dir = config.get("docs_dir")
-        docs_dir = docs_dir if isinstance(docs_dir, str) else "docs"
+        docs_dir = "docs" if docs_dir is None else docs_dir
+        for key, value in (("plugins.perfpages.results", results), ("docs_dir", docs_dir)):
+            if value is not None and not (isinstance(value, str) and value.strip()):
+                raise PerfpagesError(f"{value!r} is not a directory's path", where=path, key=key,
+                                     fix="give a path relative to mkdocs.yml, e.g. docs")
         url = config.get("site_url")
         url = url if isinstance(url, str) else ""
         if url and not url.endswith("/"):
