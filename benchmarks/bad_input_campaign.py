@@ -20,7 +20,13 @@ user namespaces), read-only directories are read as root without CAP_DAC_OVERRID
 Left out: cases that need a PostgreSQL run (`bench.run` on a full disk, `bench.calibrate` with
 a valid but tiny `--minutes`).
 
-    python benchmarks/bad_input_campaign.py [--jobs 2] [--only SUBSTRING]
+    python benchmarks/bad_input_campaign.py [--jobs 2] [--only REGEX] [--src DIR] [--keep]
+
+Figures (164 cases, 2 at a time on 2 shared cores at load 10-14, 4.5-5 min): at bffd450 (its
+src/ exported, --src) 0 tracebacks, 0 silent, 3 lost, 2 hangs, 2 unclear (a FIFO as mkdocs.yml
+or as a site-cache entry waited forever; a cache entry that was a directory, or cells/ a file,
+failed the build; --out '', results: 5, docs_dir: 5 rendered into the default directory);
+after the fixes of issue 38's branch c, 164 ok.
 """
 
 from __future__ import annotations
