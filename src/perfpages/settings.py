@@ -14,6 +14,8 @@ git root, else the working directory. Command-line flags override any of them.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,16 @@ from perfpages.errors import PerfpagesError
 PYPROJECT = "pyproject.toml"
 DEFAULTS = {"suites": "benchmarks", "results": "results", "site-url": "",
             "snapshots": "tests/golden/pages", "mkdocs": "mkdocs.yml"}
+
+
+def regular_text(path: Path) -> str:
+    """A regular file's UTF-8 text. A FIFO, a device or a directory in its place is an OSError
+    before anything waits on it (opened without blocking, then checked)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file (a FIFO, a device or a directory)")
+        return fh.read().decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class Settings:
 def _table(path: Path) -> dict[str, Any] | None:
     """`[tool.perfpages]` of a pyproject.toml, None when it has none."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(regular_text(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise PerfpagesError(f"cannot read it: {exc}", where=path,
                              fix="fix the file's permissions or encoding") from None
@@ -113,7 +125,7 @@ TolerantLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 def mkdocs_site_url(mkdocs_yml: Path) -> str:
     """The published site's address from mkdocs.yml's site_url ('' when there is none)."""
     try:
-        config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=TolerantLoader) or {}
+        config = yaml.load(regular_text(mkdocs_yml), Loader=TolerantLoader) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return ""
     url = config.get("site_url") if isinstance(config, dict) else None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from perfpages.errors import PerfpagesError
 from perfpages.site import built
 from perfpages.site.config import RENDERED, Site
 from perfpages.site.render import render_site
@@ -21,6 +22,9 @@ def _say(console: Console, text: str) -> None:
 def render_pages(docs: str | None, out: str | None, strict: bool, console: Console) -> int:
     """Render every page into OUT/docs with OUT/mkdocs.yml; exit 1, one line per problem, on
     what fails `mkdocs build --strict` (with strict=False only on what stops any build)."""
+    for flag, given in (("--out", out), ("--docs", docs)):
+        if given is not None and not given.strip():  # '' is no path, not the default one
+            raise PerfpagesError(f"{flag} is empty", key=flag, fix=f"give {flag} a path")
     site = Site.load(docs=docs)
     target = Path(os.path.abspath(out)) if out else site.base / RENDERED  # a link: refused
     result = render_site(site, target, strict=strict)

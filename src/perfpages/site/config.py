@@ -67,7 +67,7 @@ _Dumper.add_representer(Tagged, _represent)
 def read(mkdocs_yml: Path) -> dict[str, Any]:
     """mkdocs.yml as data (tags kept); a file that is missing or not YAML is one line."""
     try:
-        config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_Loader) or {}
+        config = yaml.load(project.regular_text(mkdocs_yml), Loader=_Loader) or {}
     except (OSError, UnicodeDecodeError) as exc:
         raise PerfpagesError(f"cannot read it: {exc}", where=mkdocs_yml,
                              fix="run this in the site's repository, or set "
@@ -138,7 +138,11 @@ class Site:
                                  key="plugins", fix="add `- perfpages` under plugins")
         results = options.get("results")
         docs_dir = config.get("docs_dir")
-        docs_dir = docs_dir if isinstance(docs_dir, str) else "docs"
+        docs_dir = "docs" if docs_dir is None else docs_dir
+        for key, value in (("plugins.perfpages.results", results), ("docs_dir", docs_dir)):
+            if value is not None and not (isinstance(value, str) and value.strip()):
+                raise PerfpagesError(f"{value!r} is not a directory's path", where=path, key=key,
+                                     fix="give a path relative to mkdocs.yml, e.g. docs")
         url = config.get("site_url")
         url = url if isinstance(url, str) else ""
         if url and not url.endswith("/"):

@@ -23,6 +23,7 @@ import hmac
 import json
 import os
 import secrets
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -260,10 +261,14 @@ def _checksum(key: str, data: Any) -> str:
 
 def write_entry(path: Path, key: str, data: Any) -> None:
     """A cache entry: `data` with the key it was computed under and its checksum. Not fsynced:
-    an entry a crash cut short fails its checksum and is rebuilt (read_entry)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps({"key": key, "checksum": _checksum(key, data),
-                                        "data": data}), durable=False)
+    an entry a crash cut short fails its checksum and is rebuilt (read_entry); one that cannot
+    be written (a directory in its place, a full disk) is not cached."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps({"key": key, "checksum": _checksum(key, data),
+                                            "data": data}), durable=False)
+    except OSError:
+        pass
 
 
 def read_entry(path: Path, key: str) -> Any | None:
@@ -273,7 +278,11 @@ def read_entry(path: Path, key: str) -> Any | None:
     without the key does not help): the archive is then read again and the entry rewritten; a
     cache is never a reason for a build to fail, nor a source of what a page shows."""
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO in its place never waits
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            saved = json.loads(fh.read().decode("utf-8"))
         if saved["key"] == key and hmac.compare_digest(str(saved["checksum"]),
                                                        _checksum(key, saved["data"])):
             return saved["data"]
