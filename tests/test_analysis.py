@@ -8,16 +8,10 @@ from pathlib import Path
 import pytest
 
 from perfpages import load
+from perfpages.analysis.comparable import check_comparable, machine_name, machine_text
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
-from perfpages.analysis.method import (
-    cell,
-    change,
-    check_comparable,
-    format_percent,
-    format_range,
-    machine_name,
-    machine_text,
-)
+from perfpages.analysis.format import format_percent, format_range
+from perfpages.analysis.rows import cell, change
 from perfpages.archive.reader import open_run
 from perfpages.errors import AnalysisError, ComparabilityError
 
@@ -127,7 +121,7 @@ def test_two_vm_builds_under_one_cpu_name_are_told_apart() -> None:
 
 def test_signed_ranges_read_one_way() -> None:
     """Each end of a range carries its sign and unit: nothing reads as "−7 % to +8 %"."""
-    from perfpages.analysis.method import format_differences
+    from perfpages.analysis.format import format_differences
 
     def ch(pct: float) -> Change:
         return Change("throughput", Cell((100,)), Cell((100 + pct,)), Rule(min_rounds=1))

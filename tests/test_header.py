@@ -133,7 +133,7 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     assert "busy in 3 of 120 windows" in box and "; 3 measured again" in box
     assert "not certified: " in box and "A/A cells clear" in box
     assert noisy.index("Perf 1") < noisy.index("Before the figures") < noisy.index("Measured on")
-    # the machine named with its kernel release (`method.machine_name`): VM builds told apart
+    # the machine named with its kernel release (`comparable.machine_name`): VM builds told apart
     assert "Measured on Synthetic CPU (generated values), 2 cores, 24 GiB, kernel synthetic (run" \
         in noisy
     calm = (site / "perf/calm/index.html").read_text(encoding="utf-8")

@@ -38,8 +38,8 @@ def test_empty_histogram_has_no_summary() -> None:
 def test_min_is_a_latency_metric_from_the_histogram(tmp_path: Path) -> None:
     """`min`, the fastest request of a round (a latency floor), from the merged histogram of
     its windows, in every run however old: a table row and a claim like `max`."""
-    from perfpages.analysis.frame import round_metrics
     from perfpages.analysis.metric import info, metrics_title
+    from perfpages.analysis.rows import round_metrics
     from perfpages.archive.window import Window
     from perfpages.site.claims import Conditions
     from perfpages.site.pins import Pins

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from perfpages.analysis import noise, tablefile, transcribed
-from perfpages.analysis.frame import load
 from perfpages.analysis.report import build as report
+from perfpages.analysis.rows import load
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import open_run
 from perfpages.cli.importer import import_table

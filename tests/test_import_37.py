@@ -289,7 +289,7 @@ def test_round_trips_with_the_measured_added_delay(tmp_path: Path) -> None:
 
 
 def test_load_adds_nothing_the_source_never_gave(tmp_path: Path) -> None:
-    from perfpages.analysis.frame import load
+    from perfpages.analysis.rows import load
 
     run, _ = _import(tmp_path, SHARES, *SOURCE, name="shares.csv")
     assert set(load(run)["metric"]) == {"share"}

@@ -135,21 +135,21 @@ def test_the_layout_catches_what_it_forbids() -> None:
         "perfpages.run.machine": {"perfpages"},
         "perfpages.sizing": {"perfpages.analysis.decision"},
         "perfpages.run.schedule": {"perfpages.analysis.machine_load"},
-        "perfpages.archive.writer": {"perfpages.analysis.frame"},
+        "perfpages.archive.writer": {"perfpages.analysis.rows"},
         "perfpages.newmodule": set(),
     }
     assert _wrong(planted) == [
         "perfpages._version imports perfpages.errors",
-        "perfpages.archive.writer imports perfpages.analysis.frame",
+        "perfpages.archive.writer imports perfpages.analysis.rows",
         "perfpages.errors imports perfpages.archive.secrets",
         "perfpages.newmodule: a module outside every stage (add it to ALLOWED)",
         "perfpages.run.machine imports perfpages",
         "perfpages.run.schedule imports perfpages.analysis.machine_load",
         "perfpages.sizing imports perfpages.analysis.decision"]
     modules = set(_modules())
-    assert _imports("from ..analysis import frame\nfrom . import errors\n",
+    assert _imports("from ..analysis import rows\nfrom . import errors\n",
                     "perfpages.archive.writer", modules) == {
-        "perfpages.analysis.frame", "perfpages.archive"}
+        "perfpages.analysis.rows", "perfpages.archive"}
     assert _imports("from . import errors\nimport perfpages.run.machine\n", "perfpages.cache",
                     modules) == {"perfpages.errors", "perfpages.run.machine"}
 

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfpages.analysis import frame, report
+from perfpages.analysis import report
+from perfpages.analysis import rows as run_rows
 from perfpages.archive import files, vocabulary
 from perfpages.archive.manifest import Method
 from perfpages.archive.reader import open_run, read_manifest, verify
@@ -139,7 +140,7 @@ def test_under_pairs_a_busy_cell_is_measured_again_for_every_label() -> None:
     assert all(sorted(order) == ["a", "b"] for _, _, order in found)
     again = [_window(name, r, QUIET, attempt=2, call=c.removeprefix("call="))
              for r, c, order in found for name in order]
-    counted = frame.counted(writer.windows[:-1] + again)
+    counted = run_rows.counted(writer.windows[:-1] + again)
     for r, c, _ in found:  # every label of a re-measured cell counted from attempt 2
         assert {w.attempt for w in counted
                 if (w.round, params_key(w.params)) == (r, c)} == {2}
@@ -149,7 +150,7 @@ def test_the_last_attempt_of_a_cell_is_the_one_counted() -> None:
     windows = [_window("a", 1, BUSY, throughput=10.0), _window("a", 1, QUIET, attempt=2,
                                                                 throughput=30.0),
                _window("a", 2, QUIET, throughput=50.0), _window("b", 1, BUSY, throughput=70.0)]
-    assert frame.counted(windows) == [windows[1], windows[2], windows[3]]
+    assert run_rows.counted(windows) == [windows[1], windows[2], windows[3]]
     # The original stays archived and in order; only the analysis skips it.
     assert [w.to_json().get("attempt") for w in windows] == [None, 2, None, None]
 
@@ -162,7 +163,7 @@ def test_archived_runs_count_every_window_and_write_no_attempt() -> None:
             r = open_run(run_dir)
         except Exception:  # a deliberately broken fixture
             continue
-        assert frame.counted(r.windows) == r.windows
+        assert run_rows.counted(r.windows) == r.windows
         assert all("attempt" not in w.to_json() for w in r.windows)
 
 
@@ -306,7 +307,7 @@ def test_busy_windows_are_measured_again_and_counted_instead(busy_run: Path) -> 
              if x["block"] == "calls" and x["kind"] == "measure"]
     assert calls == sorted(calls)
     # What the analysis counts: the second attempt's values, every table alike.
-    rows = frame.load(r)
+    rows = run_rows.load(r)
     for (block, label, rnd, pkey) in cells:
         again = [w for w in r.measured if (w.block, w.label, w.round, params_key(w.params))
                  == (block, label, rnd, pkey) and w.attempt == 2]

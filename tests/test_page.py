@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfpages.analysis.decision import Change
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.format import format_percent
 from perfpages.archive.reader import open_run
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.errors import AnalysisError, ComparabilityError

@@ -1,7 +1,7 @@
 """A writer SIGKILLed inside the sealing window leaves a run that `bench.run --resume` seals.
 
 A child process writes a small run with the archive writer and is killed (SIGKILL, by itself)
-at each step boundary of archive/sealing.py: the final run.json staged, seal.json half written,
+at each step boundary of archive/finish.py: the final run.json staged, seal.json half written,
 seal.json written, run.json in place. Then the real command line: verify says what is wrong,
 resume re-checks the files and finishes the seal (nothing is measured: no PostgreSQL), and
 verify passes."""
@@ -23,7 +23,7 @@ RUN = "2026-12-03-killed"
 CHILD = r'''
 import os, signal, sys
 from pathlib import Path
-from perfpages.archive import sealing, writer
+from perfpages.archive import finish, writer
 from perfpages.testing import Spec, generate
 
 point = sys.argv[2]
@@ -52,7 +52,7 @@ os.replace = renaming
 release = writer.RunLock.release
 writer.RunLock.release = releasing
 if point == "staged":
-    sealing.write_json_durable = lambda *a: die()
+    finish.write_json_durable = lambda *a: die()
 generate(Path(sys.argv[1]), Spec(run_id=sys.argv[3], labels={"a": 1.0, "b": 1.0}, rounds=2,
                                  blocks={"lookup": [{"callers": 1}]}))
 '''
@@ -112,7 +112,7 @@ def test_a_run_changed_after_the_kill_is_not_sealed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("lock", [True, False])
 def test_an_older_writers_complete_run_without_its_seal(tmp_path: Path, lock: bool) -> None:
-    """Writers before sealing.py wrote run.json complete, then seal.json: a kill between left
+    """Writers before finish.py wrote run.json complete, then seal.json: a kill between left
     the run complete, unsealed, with its lock file. Resume seals it; without the lock file
     (a seal deleted) it refuses, as verify does."""
     results = tmp_path / "results"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.archive import legacy
 from perfpages.archive.reader import read_manifest, verify
 from perfpages.archive.seal import LEGACY_NOTE
+from perfpages.archive.unsealed import seal_later
 from perfpages.errors import ArchiveError
 from perfpages.site.page import render_file
 from perfpages.site.reproduction import Docs
@@ -174,7 +174,7 @@ def test_a_dirty_checkout_or_none_refuses(tmp_path: Path, clean: tuple[Path, Pat
                            "checkout of a landed commit (a seal names a commit anyone can check "
                            "out)\n")
     with pytest.raises(Exception, match="runs from no git checkout of its own"):
-        legacy.seal_later(run_dir, {"version": "9.9.9", "commit": None})
+        seal_later(run_dir, {"version": "9.9.9", "commit": None})
     assert listing(run_dir) == before
 
 
@@ -185,7 +185,7 @@ def test_a_format_2_run_is_never_sealed_later(tmp_path: Path) -> None:
     (tmp_path / DEMO / "seal.json").unlink()
     with pytest.raises(ArchiveError, match=r"a format-2 run is sealed by its writer: its "
                                            r"seal\.json is missing — restore seal\.json from git"):
-        legacy.seal_later(tmp_path / DEMO, HARNESS)
+        seal_later(tmp_path / DEMO, HARNESS)
     assert not (tmp_path / DEMO / "seal.json").exists()
 
 
@@ -204,7 +204,7 @@ def test_the_seal_is_renamed_into_place_and_a_kill_leaves_none(
 
     monkeypatch.setattr(os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
-        legacy.seal_later(run_dir, HARNESS)
+        seal_later(run_dir, HARNESS)
     monkeypatch.undo()
     [(src, dst)] = renames
     assert dst == run_dir / "seal.json" and src.parent == run_dir
@@ -212,7 +212,7 @@ def test_the_seal_is_renamed_into_place_and_a_kill_leaves_none(
     assert listing(run_dir) == before  # neither seal.json nor the temporary file
 
     (run_dir / ".seal.json.left.tmp").write_text('{"format": "perfpages-')  # a SIGKILL's leftover
-    record = legacy.seal_later(run_dir, HARNESS)
+    record = seal_later(run_dir, HARNESS)
     assert set(listing(run_dir)) == set(before) | {"seal.json"}
     assert record["commit"] == HARNESS["commit"]
     assert verify(run_dir).notes == [f"sealed: added later, {record['at'][:10]}, perfpages 9.9.9 "
@@ -221,7 +221,7 @@ def test_the_seal_is_renamed_into_place_and_a_kill_leaves_none(
 
 def test_a_seal_added_later_is_checked_like_any_other(tmp_path: Path) -> None:
     run_dir = legacy_copy(tmp_path)
-    legacy.seal_later(run_dir, HARNESS)
+    seal_later(run_dir, HARNESS)
     seal = json.loads((run_dir / "seal.json").read_text())
     (run_dir / "seal.json").write_text(json.dumps({**seal, "added": {**seal["added"],
                                                                      "dirty": True}}))
@@ -242,7 +242,7 @@ def test_pages_after_sealing(tmp_path: Path) -> None:
     pages = RunPages(results, tmp_path / "cache", "")
     unsealed = pages.entry(results / SKY).markdown
     for run_id in (SKY, SIZING):
-        legacy.seal_later(results / run_id, HARNESS, datetime(2026, 12, 2, 13, 0, tzinfo=UTC))
+        seal_later(results / run_id, HARNESS, datetime(2026, 12, 2, 13, 0, tzinfo=UTC))
     store = RunStore(results)
     for name in ("sky", "sizing"):
         page = f"docs/performance/{name}/v1.md"

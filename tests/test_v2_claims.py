@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from perfpages.analysis import report
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.method import format_resolution
+from perfpages.analysis.format import format_resolution
 from perfpages.archive.reader import open_run
 from perfpages.site.claims import Conditions
 from perfpages.site.macros import Macros

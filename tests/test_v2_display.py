@@ -13,7 +13,7 @@ from perfpages.analysis import report
 from perfpages.analysis.certification import Certificate
 from perfpages.analysis.cite import cite
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.method import format_change, format_p, format_resolution
+from perfpages.analysis.format import format_change, format_p, format_resolution
 from perfpages.archive.reader import open_run
 from perfpages.site import runpages
 from sites import perfpages

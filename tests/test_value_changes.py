@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfpages.analysis.decision import Cell, Change
-from perfpages.analysis.method import format_differences, format_percent, format_range
+from perfpages.analysis.format import format_differences, format_percent, format_range
 from perfpages.errors import AnalysisError
 from perfpages.site import page
 from perfpages.site.claims import Conditions

@@ -12,7 +12,7 @@ import pytest
 
 from oddruns import EXACT_RUN, RANGES_RUN, write_all
 from perfpages.analysis.decision import Cell, Change, Rule, percent_change
-from perfpages.analysis.method import format_change, format_range
+from perfpages.analysis.format import format_change, format_range
 from sites import build_site, perfpages
 
 NAN = re.compile(r"\b(nan|NaN|inf|Infinity)\b")

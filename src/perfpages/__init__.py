@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from perfpages._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from perfpages.analysis.frame import load
+    from perfpages.analysis.rows import load
     from perfpages.archive.reader import Run, open_run
     from perfpages.archive.secrets import Public, Secret
     from perfpages.errors import PerfpagesError
@@ -56,7 +56,7 @@ _PUBLIC = {
     "Load": "perfpages.loadgen.spec", "Request": "perfpages.loadgen.spec",
     "PerfpagesError": "perfpages.errors",
     "Run": "perfpages.archive.reader", "open_run": "perfpages.archive.reader",
-    "load": "perfpages.analysis.frame",
+    "load": "perfpages.analysis.rows",
 }
 
 __all__ = [  # the same names as _PUBLIC (a test checks), spelled out for type checkers

@@ -4,7 +4,7 @@ A calibration run (`bench.calibrate`, perfpages.run.calibrate) measured one bloc
 pair — a label and its twin, the same build — in rounds of a fresh random order, each turn an
 8 s window archived as eight 1 s windows. A turn measured while the machine was busy is
 measured again at the end of the block (`Window.attempt` 2): only the attempt the analysis
-counts (`analysis.frame.counted`) is read. From those seconds:
+counts (`analysis.rows.counted`) is read. From those seconds:
 
 - the noise per second (within a turn), per window (8 s windows across rounds, and the part of
   it the seconds do not explain: the window's own level), and per round (how the two labels'
@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 from perfpages.analysis import ranktest
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.frame import counted, round_metrics
 from perfpages.analysis.machine_load import busy
+from perfpages.analysis.rows import counted, round_metrics
 from perfpages.archive.calibration import TURN_S, check
 from perfpages.archive.reader import Run
 from perfpages.archive.vocabulary import ALPHA, POWER

@@ -20,7 +20,7 @@ from typing import Any
 
 from perfpages.analysis import decision, ranktest
 from perfpages.analysis.decision import Change, Rule
-from perfpages.analysis.method import format_p, format_resolution
+from perfpages.analysis.format import format_p, format_resolution
 
 # (block, parameters, metric) -> the largest resolution of the run's A/A pairs at that cell
 AAIndex = dict[tuple[str, str, str], float]

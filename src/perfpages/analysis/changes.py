@@ -13,15 +13,14 @@ from typing import Any
 
 from perfpages.analysis import certification
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.method import (
-    block_metrics,
+from perfpages.analysis.format import (
     format_change,
     format_p,
     format_percent,
     format_range,
     format_resolution,
 )
-from perfpages.analysis.metric import default_digits, format_number, info
+from perfpages.analysis.metric import block_metrics, default_digits, format_number, info
 from perfpages.analysis.tidy import Tidy
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run

@@ -15,7 +15,7 @@ from typing import Any
 
 from perfpages.analysis.changes import cell_text
 from perfpages.analysis.decision import Cell, percent_change
-from perfpages.analysis.method import block_metrics
+from perfpages.analysis.metric import block_metrics
 from perfpages.archive.manifest import Manifest
 
 WORK = ("statements", "received_bytes", "sent_bytes")  # per call: the case, not the machine

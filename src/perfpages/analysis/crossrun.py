@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from perfpages.analysis.comparable import check_comparable, machine_name
 from perfpages.analysis.decision import Rule
-from perfpages.analysis.method import check_comparable, machine_name
 from perfpages.analysis.tidy import Tidy
 from perfpages.analysis.warnings import scope
 from perfpages.archive.reader import Run

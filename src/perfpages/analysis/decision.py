@@ -10,7 +10,7 @@ formula; 2.1: by simulation of the exact test, `ranktest.simulated_resolution`).
 
 Every verdict is decided here, once, on raw values: the unrounded medians, ranges and ratios of
 the rounds. Tables, `bench report`, claims, floors and run pages only display these decisions.
-Display rounding (`metric.format_number`: three significant digits; `method.format_percent`:
+Display rounding (`metric.format_number`: three significant digits; `format.format_percent`:
 whole percent from 10 %, one decimal below) never changes a verdict, so a page may print
 "+10 %" for a change of +9.96 % that `between(10, 20)` rejects; the message then shows both.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfpages.archive.histogram import PERCENTILES
+from perfpages.archive.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -158,3 +159,17 @@ def format_value(value: float, unit: str = "", digits: int | None = None) -> str
     if not unit:
         return text
     return f"{text}{unit}" if unit in ("%", "/s", "×") else f"{text} {unit}"
+
+
+DEFAULT_METRICS = ("throughput", "tps", "p50", "p99")  # a block that declares none
+
+
+def block_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str]:
+    """The metrics a block's tables show: its declared ones, else the defaults it has."""
+    declared = list(manifest.block(block).metrics)
+    if declared:  # a block whose every window failed has none of them: show what there is
+        return [m for m in declared if m in present] or sorted(present)
+    chosen = [m for m in DEFAULT_METRICS if m in present]
+    if "throughput" in chosen and "tps" in chosen:
+        chosen.remove("tps")
+    return chosen or sorted(present)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from perfpages.analysis import decision
 from perfpages.analysis.decision import AA_SPREAD, Change
-from perfpages.analysis.method import format_range
+from perfpages.analysis.format import format_range
 from perfpages.archive.manifest import Manifest
 
 

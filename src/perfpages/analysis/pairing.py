@@ -30,9 +30,8 @@ from statistics import median
 from typing import Any
 
 from perfpages.analysis.decision import Cell
-from perfpages.analysis.frame import counted, round_metrics
-from perfpages.analysis.method import block_metrics
-from perfpages.analysis.metric import info
+from perfpages.analysis.metric import block_metrics, info
+from perfpages.analysis.rows import counted, round_metrics
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.window import Window, params_key
 

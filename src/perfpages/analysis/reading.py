@@ -32,8 +32,8 @@ from perfpages.analysis import warnings as said
 from perfpages.analysis.changes import cell_text, changes, metric_header
 from perfpages.analysis.crossrun import Cross
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
-from perfpages.analysis.method import block_metrics, format_change, format_range
-from perfpages.analysis.metric import COST_METRICS, info
+from perfpages.analysis.format import format_change, format_range
+from perfpages.analysis.metric import COST_METRICS, block_metrics, info
 from perfpages.analysis.reproduction import label_pairs
 from perfpages.analysis.tidy import Tidy, median
 from perfpages.analysis.warnings import WARN, Item

@@ -9,7 +9,7 @@ from perfpages.analysis import certification, crossrun, saturation
 from perfpages.analysis.changes import cell_text
 from perfpages.analysis.crossrun import Cross
 from perfpages.analysis.decision import Cell
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.format import format_percent
 from perfpages.analysis.metric import format_number
 from perfpages.analysis.reading import read
 from perfpages.analysis.text import fence, prose

@@ -24,14 +24,10 @@ from typing import Any
 
 from perfpages.analysis import compatibility, decision, noise
 from perfpages.analysis.changes import cell_text
+from perfpages.analysis.comparable import fingerprint_differences
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.method import (
-    block_metrics,
-    fingerprint_differences,
-    format_change,
-    format_percent,
-)
-from perfpages.analysis.metric import format_number, info
+from perfpages.analysis.format import format_change, format_percent
+from perfpages.analysis.metric import block_metrics, format_number, info
 from perfpages.analysis.text import prose, table
 from perfpages.analysis.tidy import Tidy
 from perfpages.archive.manifest import Manifest

@@ -37,7 +37,7 @@ def knees(tidy: Tidy, min_gain: float = MIN_GAIN,
 
 
 def line(k: dict[str, Any]) -> str:
-    from perfpages.analysis.method import format_percent
+    from perfpages.analysis.format import format_percent
 
     return (f"{k['block']} / {k['label']}: {k['from']} → {k['to']} clients: throughput "
             f"{format_percent(k['throughput_change'])}, p95 {format_percent(k['p95_change'])}"

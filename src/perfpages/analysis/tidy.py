@@ -1,5 +1,5 @@
 """A run's tidy rows as the report reads them: cells, blocks and floors indexed in one pass over
-the plain rows (`analysis.frame.rows`). Filtering a DataFrame for every table, knee and floor
+the plain rows (`analysis.rows.rows`). Filtering a DataFrame for every table, knee and floor
 cost a run page more than the rest of its report."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from perfpages.analysis.decision import Cell
-from perfpages.analysis.frame import rows
+from perfpages.analysis.rows import rows
 from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.manifest import Source
 from perfpages.archive.reader import Run

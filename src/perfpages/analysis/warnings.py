@@ -22,8 +22,8 @@ from typing import Any
 from perfpages.analysis import decision
 from perfpages.analysis.certification import Certificate
 from perfpages.analysis.decision import Change
+from perfpages.analysis.format import format_drift, format_percent
 from perfpages.analysis.machine_load import line
-from perfpages.analysis.method import drifted, format_percent
 from perfpages.analysis.metric import format_number
 from perfpages.archive import vocabulary
 from perfpages.archive.vocabulary import (
@@ -136,7 +136,7 @@ def drift(floors: list[dict[str, Any]], threshold: float, exact: bool) -> list[I
     if exact:
         return []
     return [Item(DRIFT, f"{of_run(d)}{d['block']}: the {floor_name(d)} floor "
-                        f"{drifted(d['before'], d['drift_percent'])} "
+                        f"{format_drift(d['before'], d['drift_percent'])} "
                         f"({format_number(d['before'])}/s before the block, "
                         f"{format_number(d['after'])}/s after), beyond the "
                         f"±{threshold * 100:.0f} % threshold", d["block"], d["drift_percent"])

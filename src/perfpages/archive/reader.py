@@ -39,7 +39,7 @@ class Run:
     manifest: Manifest
     windows: list[Window]
     notes: list[str] = field(default_factory=list)  # tolerated oddities (a partial run's torn line)
-    # What readers derive from the windows, computed once per opened run (analysis.frame.rows)
+    # What readers derive from the windows, computed once per opened run (analysis.rows.rows)
     derived: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property

@@ -4,7 +4,7 @@ A run holds regular files and directories only. When a run completes, the writer
 `seal.json` last: the sha256 of every file, run.json included, so an edit anywhere shows.
 Runs of format version 1 were archived before sealing existed: run.json lists the other
 files' sha256, and run.json itself is unchecked until `bench.seal` adds a seal later (with an
-`added` record saying when, by which perfpages and from which commit: see archive/legacy.py).
+`added` record saying when, by which perfpages and from which commit: see archive/unsealed.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ two kinds of secret:
   suite, or named like one (pass, pwd, pat, auth, dsn, key, token, secret, credential, cookie,
   session: `is_secret_name`) and not wrapped in `Public(...)`.
 
-`Redactor.found` is the writer's last check before it seals (archive/sealing.py): every byte
+`Redactor.found` is the writer's last check before it seals (archive/finish.py): every byte
 written, searched for every value known.
 """
 

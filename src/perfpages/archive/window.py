@@ -54,7 +54,7 @@ class Window:
     # What the whole machine did meanwhile (archive/preflight.py): busy, others, steal, load1.
     machine: dict[str, float] | None = None
     # 2: the case measured again at the end of its block because the machine was busy during
-    # its first attempt (method v2); the analysis counts it instead (analysis/frame.counted).
+    # its first attempt (method v2); the analysis counts it instead (analysis/rows.counted).
     attempt: int = 1
     # Seconds its subject sat idle (no load of the run) before the window's settle began; None:
     # its first use, a floor, or a run archived before method v2.1 recorded it.

@@ -1,6 +1,6 @@
 """Writing a run: create the directory, append windows durably, finalize with checksums and
 seal it: every byte searched for secrets first, then seal.json, then run.json says complete
-(archive/sealing.py)."""
+(archive/finish.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from perfpages.archive import completeness, files, schema, sealing
+from perfpages.archive import completeness, files, finish, schema
+
+# re-exported: the site writes with them
+from perfpages.archive.finish import write_bytes_atomic as write_bytes_atomic
+from perfpages.archive.finish import write_json_atomic as write_json_atomic
+from perfpages.archive.finish import write_json_durable as write_json_durable
+from perfpages.archive.finish import write_text_atomic as write_text_atomic
 from perfpages.archive.manifest import Manifest, Status
 from perfpages.archive.reader import (
     FLOOR_LABEL,
@@ -31,12 +37,6 @@ from perfpages.archive.reader import (
     read_manifest,
     writer_state,
 )
-
-# re-exported: the site writes with them
-from perfpages.archive.sealing import write_bytes_atomic as write_bytes_atomic
-from perfpages.archive.sealing import write_json_atomic as write_json_atomic
-from perfpages.archive.sealing import write_json_durable as write_json_durable
-from perfpages.archive.sealing import write_text_atomic as write_text_atomic
 from perfpages.archive.secrets import Redactor
 from perfpages.archive.window import Window, check_values
 from perfpages.errors import ArchiveError
@@ -179,7 +179,7 @@ class ArchiveWriter:
             raise ArchiveError("run directory already exists", where=self.publish_to,
                                fix="a run is never overwritten: run the command again")
         self.run_dir.rename(self.publish_to)
-        sealing.fsync_dir(self.publish_to.parent)
+        finish.fsync_dir(self.publish_to.parent)
         self.run_dir, self.publish_to = self.publish_to, None
         self.lock.move(self.run_dir)
 
@@ -303,7 +303,7 @@ class ArchiveWriter:
 
     def finish(self, status: Status = "complete", ended: str | None = None) -> Run | None:
         """Close the run. A complete run is searched for secrets, then sealed in the order of
-        archive/sealing.py (seal.json before run.json says complete), and validated once more.
+        archive/finish.py (seal.json before run.json says complete), and validated once more.
         A run that lacks windows it declares is left partial instead, and the error says so;
         one that holds a secret value is left failed, unsealed. The lock is held until run.json
         says how the run ended (seals leave `.lock` out), then removed."""
@@ -318,7 +318,7 @@ class ArchiveWriter:
                                    where=lacking[0].where,
                                    fix=f"complete it with `invoke bench.run --resume "
                                        f"{self.manifest.id}`")
-            for stale in self.run_dir.glob(sealing.STALE):  # a killed writer's temporaries
+            for stale in self.run_dir.glob(finish.STALE):  # a killed writer's temporaries
                 stale.unlink()
         if status in ("complete", "failed"):  # final: nothing appends to a log any more
             self.compress_files()
@@ -326,11 +326,11 @@ class ArchiveWriter:
         self.manifest = replace(self.manifest, status=status, ended=ended or utc_now(),
                                 files=sums, format_version=schema.FORMAT_VERSION)
         if status == "complete":
-            final = sealing.json_text(self.manifest.to_json()).encode("utf-8")
-            leaked = sealing.scan(self.run_dir, self.redactor, {RUN_FILE: final})
+            final = finish.json_text(self.manifest.to_json()).encode("utf-8")
+            leaked = finish.scan(self.run_dir, self.redactor, {RUN_FILE: final})
             if leaked is not None:
                 self._refuse(leaked)
-            sealing.complete(self.run_dir, sealing.stage(self.run_dir, self.manifest), sums)
+            finish.complete(self.run_dir, finish.stage(self.run_dir, self.manifest), sums)
             self._publish()
             self.lock.release()
             return open_run(self.run_dir)
@@ -342,7 +342,7 @@ class ArchiveWriter:
         """A secret value got past the redaction (a file that is not UTF-8, a title): the run
         ends failed and unsealed, run.json masked as well as it can be; the value never shown."""
         self.manifest = replace(self.manifest, status="failed", files={})
-        text = self.redactor.text(sealing.json_text(self.manifest.to_json()))
+        text = self.redactor.text(finish.json_text(self.manifest.to_json()))
         write_text_atomic(self.run_dir / RUN_FILE, text)
         self.lock.release()
         raise ArchiveError("holds the value of a secret; the run is left failed and unsealed",
@@ -354,12 +354,12 @@ class ArchiveWriter:
     @classmethod
     def finish_seal(cls, run_dir: Path) -> bool:
         """Finish the seal of a run whose writer was killed while sealing it (re-checking
-        every file first: sealing.recover); False for any other run."""
-        if not sealing.interrupted(run_dir, read_manifest(run_dir)):
+        every file first: finish.recover); False for any other run."""
+        if not finish.interrupted(run_dir, read_manifest(run_dir)):
             return False
         lock = RunLock(run_dir)  # refuses a live writer
         try:
-            sealing.recover(run_dir, read_manifest(run_dir))
+            finish.recover(run_dir, read_manifest(run_dir))
         except BaseException:
             lock.release(remove=False)
             raise

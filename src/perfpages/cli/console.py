@@ -18,7 +18,7 @@ from rich.text import Text
 
 from perfpages.analysis import crossrun, report, saturation
 from perfpages.analysis.cite import cite
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.format import format_percent
 from perfpages.archive.files import Size
 from perfpages.archive.reader import (
     Run,
@@ -379,11 +379,11 @@ def verify_runs(results_dir: Path, ref: str | None, console: Console) -> int:
 
 def seal_run(results_dir: Path, ref: str, console: Console) -> int:
     """`bench seal`: seal a run archived before sealing, naming this perfpages' commit."""
-    from perfpages.archive import legacy
+    from perfpages.archive.unsealed import seal_later
     from perfpages.run import machine
 
     path = resolve(results_dir, ref)
-    record = legacy.seal_later(path, machine.harness())
+    record = seal_later(path, machine.harness())
     console.print(_escape(f"sealed: {path.name} ({added_text(record)})"))
     console.print(_escape(f"check it: perfpages bench.verify --run {path.name} --results "
                           f"{path.parent}"))

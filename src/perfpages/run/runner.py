@@ -8,7 +8,7 @@ its cells after one warm-up, the labels rotated, shuffled with the recorded seed
 or as declared. Warm-up windows are archived as `warmup`, never analysed. A floor (pgbench
 select-only, one client, straight to PostgreSQL) runs before and after each block. Under an exact
 rule (method v2, `method.rule`), what ran on a busy machine is measured again after the block's
-last round (`Window.attempt` 2, counted instead: `analysis.frame.counted`): under `pairs` every
+last round (`Window.attempt` 2, counted instead: `analysis.rows.counted`): under `pairs` every
 label's window of each busy (round, cell), back to back in a fresh balanced order; else the
 label's busy cells of that round. A failed window is archived as failed; a cell none of whose
 windows succeeded makes the run `failed`. Ctrl-C leaves a `partial` run that `--resume`

@@ -20,7 +20,7 @@ from math import isnan
 from types import FrameType
 
 from perfpages.analysis.decision import Change
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.format import format_percent
 from perfpages.archive.manifest import Manifest
 
 GAIN, LOSS, NOT_CLEAR = "clear gain", "clear loss", "not clear"

@@ -17,7 +17,7 @@ from typing import Any
 
 from perfpages.analysis.certification import Certificate
 from perfpages.analysis.decision import Change
-from perfpages.analysis.method import format_change, format_range, format_resolution
+from perfpages.analysis.format import format_change, format_range, format_resolution
 from perfpages.analysis.metric import info
 from perfpages.errors import AnalysisError
 from perfpages.site.pins import Pins, Side, side_text

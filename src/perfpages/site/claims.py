@@ -14,7 +14,7 @@ from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.decision import Change
-from perfpages.analysis.method import (
+from perfpages.analysis.format import (
     format_change,
     format_difference,
     format_percent,

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from perfpages.analysis.method import (
-    format_resolution,
-    typed_places,
-)
+from perfpages.analysis.format import format_resolution, typed_places
 from perfpages.errors import AnalysisError
 from perfpages.site.pins import Found, Side
 from perfpages.site.verdicts import Judged

@@ -17,7 +17,7 @@ from collections.abc import Set
 from dataclasses import dataclass, replace
 
 from perfpages.analysis.decision import Change
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.format import format_percent
 from perfpages.analysis.metric import info
 from perfpages.errors import AnalysisError
 from perfpages.site.condition import Claim, Condition, listing

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfpages.analysis import decision
+from perfpages.analysis.comparable import machine_name
 from perfpages.analysis.decision import Cell, false_positive_rate
-from perfpages.analysis.method import format_percent, machine_name
+from perfpages.analysis.format import format_percent
 from perfpages.analysis.metric import format_number, info
 from perfpages.analysis.transcribed import BUILD_NOTE
 from perfpages.archive import files

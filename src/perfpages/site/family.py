@@ -25,7 +25,7 @@ from typing import Any
 
 from perfpages.analysis import certification, decision
 from perfpages.analysis.certification import Certificate
-from perfpages.analysis.method import format_p, format_resolution
+from perfpages.analysis.format import format_p, format_resolution
 from perfpages.errors import AnalysisError, PerfpagesError
 from perfpages.site import escape
 from perfpages.site.claims import Claim, Condition

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence, Set
 from urllib.parse import quote
 
 from perfpages.analysis import warnings
-from perfpages.analysis.method import format_percent, machine_name
+from perfpages.analysis.comparable import machine_name
+from perfpages.analysis.format import format_percent
 from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
 from perfpages.archive.reader import Run

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfpages.analysis.decision import Cell, Change
-from perfpages.analysis.method import (
+from perfpages.analysis.format import (
     format_change,
     format_differences,
     format_percent,

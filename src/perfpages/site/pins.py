@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from perfpages.analysis.comparable import check_comparable
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.method import check_comparable
 from perfpages.analysis.transcribed import given_cells
 from perfpages.archive.window import params_key
 from perfpages.errors import AnalysisError, PerfpagesError

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfpages.analysis.changepoints import clear_steps, flatten, landing
-from perfpages.analysis.method import format_percent
+from perfpages.analysis.format import format_percent
 from perfpages.analysis.metric import axis_title, info, metrics_title, parameter, titled
 from perfpages.archive import samples
 from perfpages.archive.histogram import Latency

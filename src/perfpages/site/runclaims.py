@@ -10,7 +10,7 @@ from typing import Any
 
 from perfpages.analysis import decision, statements
 from perfpages.analysis.decision import MIN_GAIN, P95_RISE, Change
-from perfpages.analysis.method import format_percent, format_range
+from perfpages.analysis.format import format_percent, format_range
 from perfpages.analysis.metric import format_number, format_value
 from perfpages.errors import AnalysisError
 from perfpages.site.condition import Condition, listing

@@ -10,8 +10,8 @@ from typing import Any
 from perfpages.analysis import consistency
 from perfpages.analysis.changes import metric_header
 from perfpages.analysis.decision import AA_SPREAD, GENERATOR_BUSY_PCT
+from perfpages.analysis.format import format_percent
 from perfpages.analysis.machine_load import line
-from perfpages.analysis.method import format_percent
 from perfpages.site import escape
 
 

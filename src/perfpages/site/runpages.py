@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from perfpages.analysis.method import machine_name
+from perfpages.analysis.comparable import machine_name
 from perfpages.analysis.warnings import summary
 from perfpages.archive import files as stored
 from perfpages.archive.manifest import Manifest

@@ -95,7 +95,7 @@ class Loaded:
 def records(run: Run, kinds: tuple[str, ...] = ("measure",)) -> list[Record]:
     """Every cell of a run (measured, or floors), its rounds in round order: the tidy rows
     grouped in plain Python (a pandas groupby of every cell cost more than the rows did)."""
-    from perfpages.analysis.frame import COLUMNS, rows
+    from perfpages.analysis.rows import COLUMNS, rows
 
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for row in rows(run, kinds):
@@ -126,7 +126,7 @@ def histograms(loaded: Loaded) -> dict[tuple[str, str, str], dict[int, Latency]]
         except Exception:  # unreadable (hdrh raises assorted errors): read the archive again
             saved = None
     if saved is None:
-        from perfpages.analysis.frame import counted  # pandas: imported when first needed
+        from perfpages.analysis.rows import counted  # pandas: imported when first needed
 
         parts: dict[tuple[str, str, str, int], list[Latency]] = {}
         for w in counted(open_run(loaded.path).measured):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfpages.analysis import statements
-from perfpages.analysis.method import format_range
+from perfpages.analysis.format import format_range
 from perfpages.analysis.metric import COST_METRICS, format_value, info
 from perfpages.archive import calltree
 from perfpages.archive.stacks import read_stacks

@@ -1,6 +1,7 @@
-"""The tidy table of a run: one row per (run, block, label, round, parameters, metric), by the
-rule every reader counts a run by (`counted`: which windows count; `round_metrics`: a round's
-value of every metric)."""
+"""The plain rows of a run: one per (run, block, label, round, parameters, metric), by the rule
+every reader counts a run by (`counted`: which windows count; `round_metrics`: a round's value
+of every metric); the tidy DataFrame of `perfpages.load`, and cells and changes selected from
+it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
+from perfpages.analysis.decision import RANGES, Cell, Change, Rule
 from perfpages.archive.histogram import Latency
 from perfpages.archive.reader import Run, open_run
 from perfpages.archive.window import Window, params_key
+from perfpages.errors import AnalysisError
 
 if TYPE_CHECKING:  # pandas loads with the first DataFrame: a run page's report needs none
     import pandas as pd
@@ -132,3 +135,53 @@ def load(runs: Run | Path | str | Iterable[Run | Path | str],
         return pd.DataFrame(columns=COLUMNS)
     extra = [c for c in frame.columns if c not in COLUMNS]
     return frame[COLUMNS + extra]
+
+
+def cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """median, min, max and n per (block, parameters, label, metric) of measured rounds."""
+    data = frame[frame["kind"] == "measure"] if "kind" in frame else frame
+    keys = ["block", "parameters", "label", "metric"]
+    grouped = data.groupby(keys, sort=False)["value"]
+    out = grouped.agg(["median", "min", "max", "count"]).rename(columns={"count": "n"})
+    return out.reset_index()
+
+
+def select(frame: pd.DataFrame, *, block: str | None = None, label: str | None = None,
+           metric: str | None = None, kind: str = "measure",
+           params: dict[str, Any] | None = None, run: str | None = None) -> pd.DataFrame:
+    """Rows matching every given dimension; parameters match by their own columns."""
+    import pandas as pd
+
+    mask = pd.Series(True, index=frame.index)
+    for column, value in (("kind", kind), ("block", block), ("label", label),
+                          ("metric", metric), ("run", run)):
+        if value is not None:
+            mask &= frame[column] == value
+    for name, value in (params or {}).items():
+        if name not in frame:
+            raise AnalysisError(f"no parameter {name!r} in the data", key=name)
+        mask &= frame[name].astype(str) == str(value)
+    return frame[mask]
+
+
+def cell(frame: pd.DataFrame, *, block: str, label: str, metric: str,
+         params: dict[str, Any] | None = None, run: str | None = None) -> Cell:
+    rows = select(frame, block=block, label=label, metric=metric, params=params, run=run)
+    if rows.empty:
+        where = ", ".join(f"{k}={v}" for k, v in (params or {}).items())
+        raise AnalysisError(
+            f"no data for block {block!r}, label {label!r}, metric {metric!r}"
+            + (f" at {where}" if where else ""),
+            fix="check the names against `invoke bench.report`")
+    if rows["parameters"].nunique() > 1:
+        choices = "; ".join(sorted(rows["parameters"].unique())[:4])
+        raise AnalysisError(f"several parameter sets match ({choices})",
+                            fix="name the parameters that pick one")
+    ordered = rows.sort_values("round")
+    return Cell(tuple(ordered["value"].tolist()), tuple(int(r) for r in ordered["round"]))
+
+
+def change(frame: pd.DataFrame, *, block: str, base: str, other: str, metric: str,
+           params: dict[str, Any] | None = None, rule: Rule = RANGES) -> Change:
+    return Change(metric, cell(frame, block=block, label=base, metric=metric, params=params),
+                  cell(frame, block=block, label=other, metric=metric, params=params), rule)
