@@ -174,10 +174,12 @@ def test_runs_index_has_machine_and_warnings(results: Path, tmp_path: Path) -> N
     def row(run: str) -> str:
         return next(r for k, r in rows.items() if f">{run}<" in k)
 
-    assert "<td>Intel Xeon (synthetic), 4 cores, 16 GiB, kernel synthetic</td>" in row(ALONE)
-    assert "<td>none certified</td>" in row(ALONE)
-    assert "<td>2 busy blocks; 2 not certified</td>" in row(NOISY)  # v2: no drift
-    assert "<td>—</td>" in row(CALM)
+    machine = "Intel Xeon (synthetic), 4 cores, 16 GiB, kernel synthetic"
+    assert f'<td data-label="machine">{machine}</td>' in row(ALONE)
+    assert '<td data-label="warnings">none certified</td>' in row(ALONE)
+    # v2: no drift
+    assert '<td data-label="warnings">2 busy blocks; 2 not certified</td>' in row(NOISY)
+    assert '<td data-label="warnings">—</td>' in row(CALM)
     assert "v1 rule" in row(DEMO)
 
 
