@@ -32,6 +32,7 @@ The cache (PERFPAGES_CACHE) stays shared between sessions, decided per subdirect
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import shutil
 import tempfile
@@ -61,6 +62,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _SAVED.update(TMPDIR=os.environ.get("TMPDIR"), PERFPAGES_CACHE=os.environ.get(
         "PERFPAGES_CACHE"), tempdir=tempfile.tempdir)
     os.environ["PERFPAGES_CACHE"] = str(cache_dir().absolute())  # the same for every child
+    # The load generator's forkserver keeps its socket in multiprocessing's temporary directory,
+    # removed at exit, after this root: made now, outside the root, so both removals succeed.
+    multiprocessing.util.get_temp_dir()
     worker = worker_id(config)
     # A worker's TMPDIR is the controller's root (inherited): its own root is made inside it.
     root = Path(tempfile.mkdtemp(prefix=f"perfpages-tests-{worker}-" if worker else

@@ -63,9 +63,10 @@ def print_calibration(results_dir: Path, console: Console, *, run: str | None = 
             raise PerfpagesError("no block to calibrate", key=missing,
                                  fix="pass --suite NAME --block BLOCK, or --run RUN to read a "
                                      "calibration run back")
+        planned = minutes_of(minutes)  # before the runner's imports (psycopg: about a second)
         from perfpages.run.calibrate import calibrate as measure
 
-        run_dir = measure(suite, block, label, minutes_of(minutes), benchmarks=benchmarks,
+        run_dir = measure(suite, block, label, planned, benchmarks=benchmarks,
                           results=results_dir, quick=quick, seed=seed, command=command,
                           console=console if fmt == "term" else Console(stderr=True))
     data = calibrate(open_run(run_dir))

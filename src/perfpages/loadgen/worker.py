@@ -1,7 +1,7 @@
 """One load generator process: an event loop (uvloop where present) driving HTTP/1.1 connections
 (`perfpages.loadgen.client`).
 
-Runs in a spawned process (see `perfpages.loadgen.generator.run`): it says "ready", waits for
+Runs in a forked process (see `perfpages.loadgen.generator.run`): it says "ready", waits for
 the shared start instant, runs its share of the callers or of the offered rate, and sends
 back its windows.
 """
@@ -30,7 +30,7 @@ WATCHDOG_S = 0.05  # how often requests are checked against their timeout
 
 
 def main(pipe: Any, load: Load, shard: int) -> None:
-    """Entry point of the spawned process; every failure goes back as one line of text."""
+    """Entry point of the process; every failure goes back as one line of text."""
     # Ctrl-C is the parent's to handle (it stops this process): no traceback from here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
