@@ -73,8 +73,9 @@ def test_an_instructions_block_archives_counts_per_call(tmp_path: Path) -> None:
 
 def test_ctrl_c_leaves_no_callgrind_running(tmp_path: Path) -> None:
     # Not under pytest's tmp root (0700 to another pytest session): PostgreSQL's user traverses
-    # the run's temporary directories.
-    tmpdir = Path(tempfile.mkdtemp(prefix="perfpages-callgrind-"))
+    # the run's temporary directories. A short path: under an xdist worker's root, the server's
+    # Unix socket path inside it passes the 107-byte limit and PostgreSQL cannot start.
+    tmpdir = Path(tempfile.mkdtemp(prefix="pp-cg-", dir="/tmp"))
     tmpdir.chmod(0o755)
     try:
         interrupted(tmpdir, tmp_path / "results")

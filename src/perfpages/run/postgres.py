@@ -278,6 +278,9 @@ class EmbeddedServer(Server):
                 # fault of the label's settings.
                 check_interrupt()
                 tail = self.log().strip().splitlines()
+                # The reason, not the shutdown line that follows it in the log
+                fatal = [line for line in tail if "FATAL:" in line or "PANIC:" in line]
+                tail = fatal or tail
                 raise PerfpagesError(f"postgres failed: {tail[-1] if tail else 'no log'}",
                                      key="postgresql",
                                      fix="check the label's pg_settings and the server log")
