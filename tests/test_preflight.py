@@ -223,14 +223,15 @@ def test_run_page_and_performance_page_show_a_busy_machine(busy_results: Path) -
     assert not any(i.kind in ("busy", "windows") for i in header.items(calm.runs["r"]))
 
 
-def test_the_run_and_the_analysis_call_the_same_windows_busy() -> None:
-    """Both apply `archive.vocabulary`'s thresholds: the run to choose what to measure again,
-    the analysis to count busy windows; on every side of each threshold they agree."""
-    from perfpages.analysis import machine_load
+def test_one_decision_calls_a_window_busy_and_the_run_says_why() -> None:
+    """`archive.preflight.busy` is the one decision (the run measures again what it calls busy,
+    the analysis counts the same windows); the run's reasons name each figure it found over,
+    on every side of each threshold."""
     values = [None, 0.0, vocabulary.BUSY_STEAL_PCT, vocabulary.BUSY_STEAL_PCT + 0.1,
               vocabulary.BUSY_OTHERS_PCT, vocabulary.BUSY_OTHERS_PCT + 0.1, 150.0]
-    cases = [None] + [{k: v for k, v in (("others_pct", o), ("steal_pct", s)) if v is not None}
-                      for o in values for s in values]
-    said = [(preflight.busy(c), machine_load.busy(c)) for c in cases]
-    assert all(a == b for a, b in said)
-    assert sum(a for a, _ in said) == 34  # 2 busy others × 7 steal + 5 quiet × 4 busy steal
+    cases = [{k: v for k, v in (("others_pct", o), ("steal_pct", s)) if v is not None}
+             for o in values for s in values]
+    assert not rule.busy(None)
+    said = [(rule.busy(c), len(preflight.reasons(c)), len(rule.over(c))) for c in cases]
+    assert all(busy == bool(n) and n == m for busy, n, m in said)
+    assert sum(busy for busy, _, _ in said) == 34  # 2 busy others × 7 steal + 5 quiet × 4 busy

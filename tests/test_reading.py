@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpages.analysis import machine_load, noise, report
+from perfpages.analysis import noise, report
 from perfpages.analysis.certification import Found
 from perfpages.analysis.cite import cite
 from perfpages.analysis.decision import Rule
@@ -19,6 +19,7 @@ from perfpages.analysis.reading import Reading, aa_changes, read
 from perfpages.analysis.text import prose
 from perfpages.analysis.tidy import Tidy
 from perfpages.analysis.warnings import KINDS, summary
+from perfpages.archive import preflight
 from perfpages.archive.reader import Run, find_runs, open_run
 from perfpages.site import escape, header, verdicts
 from perfpages.site.pins import Pins
@@ -126,7 +127,7 @@ def _check_busy(run_dir: Path, data: dict[str, object]) -> None:
             entry = counts.setdefault(w["block"], [0, 0, 0, 0])
             again = w.get("attempt", 1) > 1
             entry[2 * again] += 1
-            entry[2 * again + 1] += machine_load.busy(w["machine"])
+            entry[2 * again + 1] += preflight.busy(w["machine"])
     stated = {}
     items = data["items"]
     assert isinstance(items, list)

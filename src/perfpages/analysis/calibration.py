@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 from perfpages.analysis import ranktest
 from perfpages.analysis.decision import Cell, Change, Rule
-from perfpages.analysis.machine_load import busy
 from perfpages.analysis.rows import counted, round_metrics
 from perfpages.archive.calibration import TURN_S, check
+from perfpages.archive.preflight import busy
 from perfpages.archive.reader import Run
 from perfpages.archive.vocabulary import ALPHA, POWER
 from perfpages.archive.window import Window, params_key

@@ -1,6 +1,6 @@
 """The machine's load during a run, as reports state it: the load generator's own CPU per HTTP
 cell, the preflight checks, and the measured windows during which other processes or steal
-kept the machine busy (`busy`, with the thresholds of `archive.vocabulary`)."""
+kept the machine busy (`archive.preflight.busy` decides, as the run did)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,8 @@ from typing import Any
 
 from perfpages.analysis import decision
 from perfpages.analysis.tidy import Tidy
-from perfpages.archive import vocabulary
+from perfpages.archive.preflight import busy
 from perfpages.archive.reader import Run
-
-
-def busy(figures: dict[str, Any] | None) -> bool:
-    """Whether a window's machine figures call it busy (None: not recorded, not busy): the
-    run decided the same as it measured (`run.preflight.busy`), from the same thresholds (read
-    at each call, as the run reads them)."""
-    if figures is None:
-        return False
-    others, steal = figures.get("others_pct"), figures.get("steal_pct")
-    return ((others is not None and others > vocabulary.BUSY_OTHERS_PCT)
-            or (steal is not None and steal > vocabulary.BUSY_STEAL_PCT))
 
 
 def line(record: dict[str, Any]) -> str:

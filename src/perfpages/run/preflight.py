@@ -50,15 +50,11 @@ NAMES = {"postgres": "PostgreSQL", "postmaster": "PostgreSQL", "pgbench": "pgben
 
 def reasons(figures: dict[str, Any], processes: list[dict[str, Any]] | None = None) -> list[str]:
     """Why the machine was busy (nothing: it was quiet), from a preflight's or a window's
-    figures and the competing processes a preflight found."""
+    figures (`archive.preflight.over` decides) and the competing processes a preflight found."""
     out = []
-    others = figures.get("others_pct")
-    if others is not None and others > vocabulary.BUSY_OTHERS_PCT:
-        out.append(f"other processes used {others:.0f} % of a core, "
-                   f"above {vocabulary.BUSY_OTHERS_PCT:g} %")
-    steal = figures.get("steal_pct")
-    if steal is not None and steal > vocabulary.BUSY_STEAL_PCT:
-        out.append(f"CPU steal {steal:.1f} %, above {vocabulary.BUSY_STEAL_PCT:g} %")
+    for key, value, limit in archived.over(figures):
+        out.append(f"other processes used {value:.0f} % of a core, above {limit:g} %"
+                   if key == "others_pct" else f"CPU steal {value:.1f} %, above {limit:g} %")
     rivals = [p for p in processes or [] if p.get("why") in vocabulary.COMPETING]
     if rivals:
         names = ", ".join(f"{p['name']} {p['pid']}" for p in rivals[:6])
@@ -67,11 +63,6 @@ def reasons(figures: dict[str, Any], processes: list[dict[str, Any]] | None = No
         out.append(f"{len(rivals)} competing {word} ({names}{more})")
     return out
 
-
-def busy(figures: dict[str, Any] | None) -> bool:
-    """Whether a window's machine figures call it busy, as the run decides what to measure
-    again (None: not recorded, not busy); `analysis.machine_load.busy` counts the same."""
-    return figures is not None and bool(reasons(figures))
 
 @dataclass(frozen=True)
 class Proc:

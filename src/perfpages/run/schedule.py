@@ -12,9 +12,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from perfpages.archive import preflight
 from perfpages.archive.manifest import Method
 from perfpages.archive.window import Window, params_key
-from perfpages.run import design, preflight
+from perfpages.run import design
 
 Plan = list[list[tuple[str, design.Order]]]  # round by round: (cell, its labels' order)
 Turn = tuple[int, str, frozenset[str] | None]  # (round, label, its cells; None: all)
@@ -75,7 +76,7 @@ def again(windows: list[Window], block: str, paired: Plan, labels: list[str], me
 
 def _busy(windows: list[Window], block: str) -> list[Window]:
     """The block's first-attempt measured windows the machine made busy
-    (`preflight.busy`: others' CPU or steal above the thresholds of `archive.vocabulary`)."""
+    (`archive.preflight.busy`: others' CPU or steal above `archive.vocabulary`'s thresholds)."""
     return [w for w in windows if w.kind == "measure" and w.block == block and w.attempt == 1
             and w.status == "ok" and preflight.busy(w.machine)]
 
