@@ -4,16 +4,18 @@ holds when the other label counts clearly fewer (lower is better), and `slower` 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from perfpages.analysis.metric import info
+from perfpages.analysis.metric import INSTRUCTIONS_NOTE, info
 from perfpages.archive.manifest import Block, Label, Manifest, Method, Pin
 from perfpages.archive.window import Window
 from perfpages.archive.writer import ArchiveWriter
 from perfpages.site.claims import Conditions
 from perfpages.site.pins import Pins
 from perfpages.site.store import RunStore
-from perfpages.testing import MACHINE
+from perfpages.testing import MACHINE, generate
+from sites import perfpages
 
 PARAMS = {"call": "item", "calls": 300, "callers": 1}
 
@@ -53,3 +55,19 @@ def test_fewer_instructions_per_call_is_faster(tmp_path: Path) -> None:
     assert conditions.faster("a", "b", metric="instructions", block="ins").holds
     assert not conditions.slower("a", "b", metric="instructions", block="ins").holds
     assert conditions.slower("b", "a", metric="instructions", block="ins").holds
+
+
+def test_a_table_of_instructions_says_what_they_cannot_show(tmp_path: Path) -> None:
+    """The report and the run page (one reading) put the note beside every instructions table,
+    and only there, through the real command line."""
+    base = [237_010.0, 237_004.0, 237_015.0, 237_008.0, 237_001.0]
+    run_id = write_run(tmp_path, {"a": base, "b": base})
+    generate(tmp_path)  # a run of throughput and latency: no such note
+    for run, noted in ((run_id, True), ("2026-11-01-synthetic-demo", False)):
+        done = perfpages("bench.report", "--run", run, "--format", "json",
+                         "--results", str(tmp_path))
+        assert done.returncode == 0, done.stderr
+        notes = [n for t in json.loads(done.stdout)["tables"] for n in t["notes"]]
+        assert (INSTRUCTIONS_NOTE in notes) is noted
+        md = perfpages("bench.report", "--run", run, "--format", "md", "--results", str(tmp_path))
+        assert ("they are not time" in md.stdout) is noted

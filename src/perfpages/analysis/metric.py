@@ -173,3 +173,14 @@ def block_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str
     if "throughput" in chosen and "tps" in chosen:
         chosen.remove("tps")
     return chosen or sorted(present)
+
+
+# What a reader is told beside every table of instructions (the report, the run page): what a
+# count can and cannot show, said where the count is read.
+INSTRUCTIONS_NOTE = (
+    "Instructions per call count the work the subject's processes executed under valgrind's "
+    "callgrind, which the machine's speed cannot move; they are not time: waits, round trips "
+    "to PostgreSQL, locks, I/O, cache misses and PostgreSQL's own work are not in them. Read "
+    "them beside the same labels' wall-clock metrics (throughput, latency, CPU per call), "
+    "never instead of them (the method: instructions per call)")
+

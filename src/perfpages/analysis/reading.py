@@ -33,7 +33,7 @@ from perfpages.analysis.changes import cell_text, changes, metric_header
 from perfpages.analysis.crossrun import Cross
 from perfpages.analysis.decision import Cell, Change, Rule, false_positive_rate
 from perfpages.analysis.format import format_change, format_range
-from perfpages.analysis.metric import COST_METRICS, block_metrics, info
+from perfpages.analysis.metric import COST_METRICS, INSTRUCTIONS_NOTE, block_metrics, info
 from perfpages.analysis.reproduction import label_pairs
 from perfpages.analysis.tidy import Tidy, median
 from perfpages.analysis.warnings import WARN, Item
@@ -145,6 +145,8 @@ def tables(run: Run, tidy: Tidy, labels: list[str]) -> list[dict[str, Any]]:
                 rows.append(row)
         notes = [f"{WARN} the cell's rounds include errors, non-2xx responses or failed "
                  "windows"] if any(WARN in text for row in rows for text in row) else []
+        if "instructions" in metrics:
+            notes.append(INSTRUCTIONS_NOTE)
         out.append(_table(title, ["parameters", "metric", *labels], rows, notes))
         costs = [m for m in COST_METRICS if m in present and m not in metrics]
         if costs:
