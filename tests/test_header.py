@@ -275,3 +275,25 @@ def test_claims_that_failed_on_the_replay_come_first(tmp_path: Path) -> None:
     assert lines[0] == (f"[<code>new</code>](../runs/{NOISY}.md): 1 claim (line 9) did not "
                         f"hold on its replay {again}: read it as unconfirmed")
     assert len(lines) <= header.FIRST
+
+
+def test_a_run_that_predates_a_build_key_is_not_told_apart_by_it() -> None:
+    """One decision (`comparable.same_machine`) for comparability and the header's machine:
+    2026-12-05-queryapigate recorded no CPU flags, its instructions run did; they are not
+    called different machines, and the name says whose record is the fuller one."""
+    from perfpages.analysis.comparable import same_machine
+    from perfpages.site.store import RunStore
+
+    store = RunStore(Path(__file__).resolve().parent.parent / "results")
+    runs = {"qag": store.get("2026-12-05-queryapigate"),
+            "instr": store.get("2026-12-05-queryapigate-instructions")}
+    a, b = (r.manifest.machine for r in runs.values())
+    assert "cpu_flags" not in a and "cpu_flags" in b and same_machine(a, b)
+    shown = header.machine(runs)
+    assert "Different machines" not in shown
+    assert shown.startswith("Measured on AMD EPYC") and "CPU flags " in shown
+    assert "(<code>qag</code>: no CPU flags recorded) (runs <code>qag</code>, <code>instr</code>)" \
+        in shown
+    # both recorded, and different: two machines
+    assert not same_machine({**b, "cpu_flags": "99 flags, sha256 000000"}, b)
+    assert same_machine({**b, "floor_tps": 1.0}, b)  # a measurement, not the machine

@@ -39,19 +39,33 @@ def machine_name(machine: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def machine_differences(a: Mapping[str, Any], b: Mapping[str, Any],
+                        keys: Iterable[str] = FINGERPRINT_KEYS) -> list[str]:
+    """What tells two recorded machines apart: the fingerprint `keys`, and the build keys both
+    record (one decision: comparability and the name a page header groups runs under)."""
+    diffs = [f"machine.{key} {a.get(key)!r} ≠ {b.get(key)!r}" for key in keys
+             if a.get(key) != b.get(key)]
+    return diffs + [f"machine.{key} {a[key]!r} ≠ {b[key]!r}" for key in BUILD_KEYS
+                    if key in a and key in b and a[key] != b[key]]
+
+
+# The keys of the machine itself (the fingerprint's others are its software).
+HARDWARE_KEYS = ("cpu", "cores", "memory_gib", "kernel")
+
+
+def same_machine(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two runs' records allow them one machine (a run that predates a build key is
+    not told apart by it)."""
+    return not machine_differences(a, b, HARDWARE_KEYS)
+
+
 def fingerprint_differences(a: Manifest, b: Manifest) -> list[str]:
     diffs = []
     if a.format_version != b.format_version:
         diffs.append(f"format_version {a.format_version} ≠ {b.format_version}")
     if a.harness.get("version") != b.harness.get("version"):
         diffs.append(f"harness {a.harness.get('version')} ≠ {b.harness.get('version')}")
-    for key in FINGERPRINT_KEYS:
-        if a.machine.get(key) != b.machine.get(key):
-            diffs.append(f"machine.{key} {a.machine.get(key)!r} ≠ {b.machine.get(key)!r}")
-    for key in BUILD_KEYS:
-        if key in a.machine and key in b.machine and a.machine[key] != b.machine[key]:
-            diffs.append(f"machine.{key} {a.machine[key]!r} ≠ {b.machine[key]!r}")
-    return diffs
+    return diffs + machine_differences(a.machine, b.machine)
 
 
 def check_comparable(manifests: Iterable[Manifest], allow: bool = False) -> list[str]:

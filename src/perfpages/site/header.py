@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence, Set
 from urllib.parse import quote
 
 from perfpages.analysis import warnings
-from perfpages.analysis.comparable import machine_name
+from perfpages.analysis.comparable import machine_name, same_machine
 from perfpages.analysis.format import format_percent
 from perfpages.analysis.warnings import Item
 from perfpages.archive.manifest import Manifest
@@ -200,23 +200,35 @@ def transcribed(runs: Mapping[str, Loaded]) -> str:
 
 def machine(runs: Mapping[str, Loaded]) -> str:
     """"Measured on …" for the pinned runs, or the note that they come from different
-    machines (CPU model or cores differ). Transcribed runs ran on no machine here."""
-    groups: dict[str, list[str]] = {}
+    machines (`comparable.same_machine`: a run that predates a build key is not told apart by
+    it, and the name then says which runs record it). Transcribed runs ran on no machine here."""
+    groups: list[list[str]] = []
     runs = {a: r for a, r in runs.items() if r.manifest.source is None}
     for alias, loaded in runs.items():
         m = loaded.manifest.machine
-        groups.setdefault(machine_name(m), []).append(alias)
+        group = next((g for g in groups if same_machine(runs[g[0]].manifest.machine, m)), None)
+        if group is None:
+            groups.append([alias])
+        else:
+            group.append(alias)
     if not groups:
         return ""
+
+    def name(aliases: list[str]) -> str:
+        names = {a: machine_name(runs[a].manifest.machine) for a in aliases}
+        fullest = max(names.values(), key=len)
+        text = escape.md(fullest)
+        partial = [a for a in aliases if names[a] != fullest]
+        if partial:  # runs before the CPU flags were recorded (the one optional part)
+            text += " (" + ", ".join(escape.code(a) for a in partial) + ": no CPU flags recorded)"
+        return text
+
     if len(groups) == 1:
-        aliases = next(iter(groups.values()))
+        aliases = groups[0]
         named = ", ".join(escape.code(a) for a in aliases)
-        m = next(iter(runs.values())).manifest.machine
-        return (f"Measured on {escape.md(machine_name(m))} "
-                f"(run{'s' * (len(aliases) > 1)} {named}).\n\n")
-    each = "; ".join(", ".join(escape.code(a) for a in aliases) + " on "
-                     + escape.md(machine_name(runs[aliases[0]].manifest.machine))
-                     for aliases in groups.values())
+        return f"Measured on {name(aliases)} (run{'s' * (len(aliases) > 1)} {named}).\n\n"
+    each = "; ".join(", ".join(escape.code(a) for a in aliases) + " on " + name(aliases)
+                     for aliases in groups)
     return ('!!! warning "Different machines"\n\n'
             f"    These runs come from different machines: {each}. Figures from different "
             "runs are not comparable as numbers.\n\n")
