@@ -275,3 +275,39 @@ def test_claims_that_failed_on_the_replay_come_first(tmp_path: Path) -> None:
     assert lines[0] == (f"[<code>new</code>](../runs/{NOISY}.md): 1 claim (line 9) did not "
                         f"hold on its replay {again}: read it as unconfirmed")
     assert len(lines) <= header.FIRST
+
+
+RULE_21 = {"test": "wilcoxon", "alpha": 0.01, "version": "2.1", "certify_alpha": 0.01}
+
+
+@pytest.mark.parametrize(("rounds", "vacuous"), [(8, True), (20, False)])
+def test_a_certification_that_could_not_fail_says_so(tmp_path: Path, rounds: int,
+                                                     vacuous: bool) -> None:
+    """Method 2.1 at 8 rounds: no paired p-value goes below 2/2^8 ≈ 0.008, above 1 % ÷ 4 A/A
+    cells, so the block's certificate is vacuous and the header says its A/A test could not
+    fail; at 20 rounds the same block is certified plainly."""
+    run = f"2026-12-01-synthetic-{rounds}-rounds"
+    write_v2(tmp_path, run, rounds=rounds, rule=RULE_21)
+    done = render("# Perf\n", {"runs": {"new": run}}, path="p.md", offset=4,
+                  store=RunStore(tmp_path))
+    [cert] = store_module.reading(done.runs["new"]).certification or []
+    assert cert["certified"] and cert["vacuous"] is vacuous
+    line, status = header._certified(done.runs)
+    assert status == {("new", "callers"): True}
+    words = f"callers at 1 % (but no A/A cell could fail at {rounds} rounds)"
+    assert (words in line) is vacuous and "<code>new</code> callers at 1 %" in line
+    box = header.box(done.runs)
+    assert (line in box) is vacuous  # a vacuous certificate is worth the box on its own
+
+
+def test_the_sky_run_s_network_block_could_not_fail() -> None:
+    """results/2026-12-05-sky: its network block's 25 A/A cells at 10 rounds cannot reach
+    1 % ÷ 25, so its certificate is vacuous; its other blocks' are not."""
+    done = render("# Sky\n", {"runs": {"sky": "2026-12-05-sky"}}, path="p.md", offset=4,
+                  store=RunStore(Path(__file__).resolve().parent.parent / "results"))
+    certs = {c["block"]: c for c in store_module.reading(done.runs["sky"]).certification or []}
+    assert certs["network"]["aa_cells"] == 25 and certs["network"]["rounds"] == 10
+    assert certs["network"]["vacuous"] and certs["network"]["certified"]
+    line, _ = header._certified(done.runs)
+    assert "network at 1 % (but no A/A cell could fail at 10 rounds)" in line
+    assert [b for b, c in certs.items() if c.get("vacuous")] == ["network"]

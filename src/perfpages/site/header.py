@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping, Sequence, Set
+from typing import Any
 from urllib.parse import quote
 
 from perfpages.analysis import warnings
@@ -58,15 +59,31 @@ def _certified(runs: Mapping[str, Loaded]) -> tuple[str, dict[tuple[str, str], b
             status[alias, str(c["block"])] = bool(c["certified"])
         good = [c for c in read.certification or [] if c["certified"]]
         if good:
-            level = f" at {good[0]['certify_alpha'] * 100:g} %" if "certify_alpha" in good[0] \
-                else ""
-            blocks = ", ".join(escape.md(str(c["block"])) for c in good)
-            done.append(f"{escape.code(alias)} {blocks}{level}")
+            done.append(f"{escape.code(alias)} {_blocks(good)}")
     whole = [f"{escape.code(alias)}: {escape.md(i.text)}" for alias, loaded in runs.items()
              for i in items(loaded) if i.kind == warnings.UNCERTIFIED and i.block is None]
     shown = "; ".join(done) if done else "none"
     return (f"    - **Certified by their A/A pair:** {shown}"
             + (f" ({'; '.join(whole)})" if whole else "") + ".", status)
+
+
+def _blocks(good: Sequence[Mapping[str, Any]]) -> str:
+    """"callers, pages at 1 %": the certified blocks of one run and their level; blocks whose
+    A/A test could not fail at their rounds (the certificate's `vacuous`) said apart, so that a
+    certification no cell could fail is never read as one the pair passed."""
+    out = []
+    for vacuous in (False, True):
+        same = [c for c in good if bool(c.get("vacuous")) == vacuous]
+        if not same:
+            continue
+        alpha = same[0].get("certify_alpha")
+        text = ", ".join(escape.md(str(c["block"])) for c in same) + (
+            f" at {alpha * 100:g} %" if alpha is not None else "")
+        if vacuous:
+            rounds = " or ".join(str(r) for r in sorted({c["rounds"] for c in same}))
+            text += f" (but no A/A cell could fail at {rounds} rounds)"
+        out.append(text)
+    return ", ".join(out)
 
 
 def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
@@ -145,7 +162,9 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
                         f"{', '.join(escape.md(str(b)) for b in unpaired)}")
     failed = _replayed(replays, links)
-    if not failed and not any(items(loaded) for loaded in runs.values()) \
+    vacuous = any(c.get("vacuous") and c["certified"] for loaded in runs.values()
+                  for c in reading(loaded).certification or [])
+    if not failed and not vacuous and not any(items(loaded) for loaded in runs.values()) \
             and not across_blocks(runs, links, blocks):
         return ""
     line, status = _certified(runs)
