@@ -13,6 +13,7 @@ from perfpages.analysis.certification import Certificate
 from perfpages.analysis.warnings import Item
 from perfpages.site import header
 from perfpages.site import store as store_module
+from perfpages.site import versions as version
 from perfpages.site.page import render
 from perfpages.site.store import RunStore
 from sites import DEMO, Failed, build_site, make_results
@@ -128,8 +129,11 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     # (per block: busy windows and measured again, not certified) folded with its count.
     shown, folded = box.split("<details", 1)
     assert shown.count("<li>") == 1 and "Certified by their A/A pair:</strong> none" in shown
-    assert "4 more about these runs" in folded and folded.count("<li>") == 4
-    assert box.count(f'href="../../runs/{NOISY}/"') == 4
+    assert "4 more about these runs; where they ran" in folded and folded.count("<li>") == 4
+    # the four items link the run's page, and so does the line saying which run each section
+    # reads: it and the machine are in the fold, so the short answer comes sooner
+    assert box.count(f'href="../../runs/{NOISY}/"') == 5
+    assert folded.index("Measured on") < folded.index("Every section reads") < len(folded)
     assert "busy in 3 of 120 windows" in box and "; 3 measured again" in box
     assert "not certified: " in box and "A/A cells clear" in box
     assert noisy.index("Perf 1") < noisy.index("Before the figures") < noisy.index("Measured on")
@@ -144,6 +148,9 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     assert "on Intel Xeon (synthetic), 4 cores, 16 GiB" in both
     assert "Figures from different runs are not comparable as numbers." in both
     assert "no A/A pair: no block is certified" in both
+    # mixed machines is a conclusive line of the box's open part, not a box of its own
+    opened = both.split("Before the figures")[1].split("<details")[0]
+    assert "<strong>Different machines:</strong>" in opened and "Measured on" not in both
 
 
 def test_the_box_ranks_claims_on_uncertified_blocks_first(results: Path) -> None:
@@ -311,3 +318,32 @@ def test_the_sky_run_s_network_block_could_not_fail() -> None:
     line, _ = header._certified(done.runs)
     assert "network at 1 % (but no A/A cell could fail at 10 rounds)" in line
     assert [b for b, c in certs.items() if c.get("vacuous")] == ["network"]
+
+
+def test_claims_on_several_uncertified_blocks_are_one_line(results: Path) -> None:
+    """Claims resting on two blocks no A/A pair certifies: one line with each block's claim
+    lines, not a line per block, so that the box's open part stays within the first screen."""
+    body = ("# Perf\n\n{{ claim('Changed is faster.', faster('base', 'changed', "
+            "block='callers')) }}\n{{ claim('And here.', faster('base', 'changed', "
+            "block='pages')) }}\n")
+    done = render(body, {"runs": {"new": NOISY}}, path="p.md", offset=4,
+                  store=RunStore(results))
+    first = header.box(done.runs, "perf/p.md", "runs", done.claims).split("??? note")[0]
+    assert first.count("    - ") == 2  # the claims' line and the certification line
+    assert (f"    - 2 claims rest on blocks no A/A pair certifies, read them as unconfirmed: "
+            f"[<code>new</code>](../runs/{NOISY}.md) callers (line 7), pages (line 8)\n") in first
+
+
+def test_the_note_above_a_superseded_version_is_short() -> None:
+    """The newest version's link in one line; what the old one got wrong folded below it."""
+    note = version.banner(2, 3, "perf/v3.md", "perf/v2.md", "v2 pooled the floors.\nBadly.")
+    assert note == ('!!! warning "Superseded by v3"\n\n    Read the newest, [v3](v3.md). This '
+                    "version v2 renders exactly what it said, from its own pinned runs.\n\n"
+                    '    ??? note "What v2 got wrong"\n\n        v2 pooled the floors.\n'
+                    "        Badly.\n\n")
+    meta = {"superseded": {"by": "v3.md", "why": "It read the wrong run."}}
+    side = version.notice(meta, "perf/side.md") or ""
+    assert "superseded by [v3](v3.md)" in side.split("???")[0]
+    assert '??? note "What this page got wrong"\n\n        It read the wrong run.' in side
+    linked = version.notice({"superseded": "Read [v3](v3.md) instead."}, "perf/side.md") or ""
+    assert "???" not in linked and "    Read [v3](v3.md) instead." in linked  # its link open

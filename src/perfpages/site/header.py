@@ -60,8 +60,12 @@ def _certified(runs: Mapping[str, Loaded]) -> tuple[str, dict[tuple[str, str], b
         good = [c for c in read.certification or [] if c["certified"]]
         if good:
             done.append(f"{escape.code(alias)} {_blocks(good)}")
-    whole = [f"{escape.code(alias)}: {escape.md(i.text)}" for alias, loaded in runs.items()
-             for i in items(loaded) if i.kind == warnings.UNCERTIFIED and i.block is None]
+    said: dict[str, list[str]] = {}  # a run-wide reason → the runs it holds for
+    for alias, loaded in runs.items():
+        for i in items(loaded):
+            if i.kind == warnings.UNCERTIFIED and i.block is None:
+                said.setdefault(i.text, []).append(escape.code(alias))
+    whole = [f"{', '.join(aliases)}: {escape.md(text)}" for text, aliases in said.items()]
     shown = "; ".join(done) if done else "none"
     return (f"    - **Certified by their A/A pair:** {shown}"
             + (f" ({'; '.join(whole)})" if whole else "") + ".", status)
@@ -88,20 +92,28 @@ def _blocks(good: Sequence[Mapping[str, Any]]) -> str:
 
 def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
                         status: Mapping[tuple[str, str], bool]) -> list[str]:
-    """A line per run and block that claims rest on but its A/A pair does not certify."""
+    """The claims resting on blocks their A/A pair does not certify, with their lines: one
+    line for a run and block, else one line naming each run's blocks."""
     lines: dict[tuple[str, str], set[int]] = {}
     for claim in claims:
         for j in claim.condition.judged:
             if j.run in links and not status.get((j.run, j.block), False):
                 lines.setdefault((j.run, j.block), set()).add(claim.line)
-    out = []
-    for (alias, block), at in lines.items():
+    if len(lines) == 1:
+        [((alias, block), at)] = lines.items()
         many = len(at) > 1
-        out.append(f"    - {links[alias]}: {len(at)} claim{'s' * many} (line{'s' * many} "
-                   f"{', '.join(map(str, sorted(at)))}) rest{'' if many else 's'} on block "
-                   f"{escape.md(block)}, which no A/A pair certifies: read "
-                   f"{'them' if many else 'it'} as unconfirmed")
-    return out
+        return [f"    - {links[alias]}: {len(at)} claim{'s' * many} (line{'s' * many} "
+                f"{', '.join(map(str, sorted(at)))}) rest{'' if many else 's'} on block "
+                f"{escape.md(block)}, which no A/A pair certifies: read "
+                f"{'them' if many else 'it'} as unconfirmed"]
+    runs: dict[str, list[str]] = {}  # one line for them all: the open part stays short
+    for (alias, block), at in lines.items():
+        runs.setdefault(alias, []).append(
+            f"{escape.md(block)} (line{'s' * (len(at) > 1)} {', '.join(map(str, sorted(at)))})")
+    count = len(set().union(*lines.values()))  # a claim on two blocks counted once
+    each = "; ".join(links[alias] + " " + ", ".join(where) for alias, where in runs.items())
+    return ([f"    - {count} claims rest on blocks no A/A pair certifies, read them as "
+             f"unconfirmed: {each}"] if lines else [])
 
 
 Replays = Sequence[tuple[str, str, list[int | None]]]  # (alias, replay's id, failed lines)
@@ -137,15 +149,18 @@ def across_blocks(runs: Mapping[str, Loaded], links: Mapping[str, str],
 
 def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         run_pages: str | None = None, claims: Sequence[Claim] = (),
-        replays: Replays = (), blocks: Set[tuple[str, str]] = frozenset()) -> str:
+        replays: Replays = (), blocks: Set[tuple[str, str]] = frozenset(),
+        mixed: str = "", folded: Sequence[str] = ()) -> str:
     """One `!!! warning` ranking what is known of the pinned runs ("" when nothing is): first
     what changes a conclusion (claims that failed on a replay, `replays`, as the page's
     reproduction read it; claims on uncertified blocks; blocks the page reads, `blocks`, that
-    measured one configuration apart; drift, faults, a run's scope, mixed runs) and which
-    blocks are certified at what level, at most five lines; the rest folded below with its
-    count, blocks designed without an A/A pair in one line per run. Each item links its
-    run's page when `page_src` (the page under docs/) and `run_pages` (where run pages are,
-    runpages.PREFIX) are given."""
+    measured one configuration apart; drift, faults, a run's scope, mixed runs), at most four
+    lines, then `mixed` (the runs' machines differ, `mixed_machines`) and which blocks are
+    certified at what level; the rest in one fold below with its count, blocks designed
+    without an A/A pair in one line per run, then the `folded` paragraphs (the machine, which
+    run each section reads). Open, the box stays within the first screen, so the page's short
+    answer does too. Each item links its run's page when `page_src` (the page under docs/)
+    and `run_pages` (where run pages are, runpages.PREFIX) are given."""
     first: list[str] = []
     rest: list[str] = []
     links = {alias: _link(alias, loaded.manifest.id, page_src, run_pages)
@@ -157,6 +172,8 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         for i in items(loaded):
             if i.kind == warnings.UNCERTIFIED and (i.block is None or i.block in unpaired):
                 continue  # said by the certification line, or in one line below
+            if i.kind == warnings.SCOPE and loaded.manifest.source is not None:
+                continue  # transcribed: said, with its source, by the note below the box
             (first if i.kind in CONCLUSIVE else rest).append(f"    - {link}: {escape.md(i.text)}")
         if unpaired:
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
@@ -164,20 +181,21 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
     failed = _replayed(replays, links)
     vacuous = any(c.get("vacuous") and c["certified"] for loaded in runs.values()
                   for c in reading(loaded).certification or [])
-    if not failed and not vacuous and not any(items(loaded) for loaded in runs.values()) \
+    if not failed and not vacuous and not mixed \
+            and not any(items(loaded) for loaded in runs.values()) \
             and not across_blocks(runs, links, blocks):
         return ""
     line, status = _certified(runs)
     first = (failed + _uncertified_claims(claims, links, status)
              + across_blocks(runs, links, blocks) + first)
     rest = first[FIRST - 1:] + rest
-    first = [*first[:FIRST - 1], line]
-    out = ['!!! warning "Before the figures"', "",
-           "    What changes a conclusion, then what else is known about the runs this page "
-           "pins (each run's page has the details):", "", *first, ""]
-    if rest:
-        out += [f'    ??? note "{len(rest)} more about these runs"', "",
+    first = [*first[:FIRST - 1], *([f"    - {mixed}"] if mixed else []), line]
+    out = ['!!! warning "Before the figures"', "", *first, ""]
+    if rest or folded:
+        more = f"{len(rest)} more about these runs" if rest else "Where these runs ran"
+        out += [f'    ??? note "{more}{"; where they ran" if rest and folded else ""}"', "",
                 *(f"    {x}" for x in rest), ""]
+        out += [f"        {x.strip()}\n" for x in folded]
     return "\n".join([*out, ""])
 
 
@@ -185,7 +203,8 @@ def _listed(kind: str, title: str, intro: str, lines: list[str]) -> str:
     """An admonition listing `lines` under its intro; "" with nothing to list."""
     if not lines:
         return ""
-    return "\n".join([f'!!! {kind} "{title}"', "", f"    {intro}", "", *lines, "", ""])
+    return "\n".join([f'!!! {kind} "{title}"', "", *([f"    {intro}", ""] if intro else []),
+                      *lines, "", ""])
 
 
 def not_measured(m: Manifest) -> list[str]:
@@ -208,23 +227,40 @@ def _sentence(text: str) -> str:
 def transcribed(runs: Mapping[str, Loaded]) -> str:
     """A note naming each pinned run whose figures were transcribed from elsewhere (`perfpages
     import`): its source's title, link and date. "" when every run was measured here."""
-    lines = []
+    same: dict[str, list[str]] = {}  # a source, as linked → the runs transcribed from it
     for alias, loaded in runs.items():
         source = loaded.manifest.source
         if source is not None:
-            lines.append(f"    - {escape.code(alias)}: {source_link(source)}")
-    return _listed("note", SCOPE_TITLES["transcribed"], f"The figures of these runs: "
-                   f"{SCOPE_TEXTS['transcribed']}, from where they were published:", lines)
+            same.setdefault(source_link(source), []).append(escape.code(alias))
+    lines = [f"    - {', '.join(aliases)}: {link}" for link, aliases in same.items()]
+    return _listed("note", SCOPE_TITLES["transcribed"], "", lines)  # its title says what
+
+
+def _machines(runs: Mapping[str, Loaded]) -> dict[str, list[str]]:
+    """The measured runs' aliases by their machine's name (transcribed runs ran on none)."""
+    groups: dict[str, list[str]] = {}
+    for alias, loaded in runs.items():
+        if loaded.manifest.source is None:
+            groups.setdefault(machine_name(loaded.manifest.machine), []).append(alias)
+    return groups
+
+
+def mixed_machines(runs: Mapping[str, Loaded]) -> str:
+    """The box's line when the pinned runs come from different machines; "" when not."""
+    groups = _machines(runs)
+    if len(groups) < 2:
+        return ""
+    each = "; ".join(", ".join(escape.code(a) for a in aliases) + " on " + escape.md(name)
+                     for name, aliases in groups.items())
+    return (f"**Different machines:** {each}. Figures from different runs are not comparable "
+            "as numbers.")
 
 
 def machine(runs: Mapping[str, Loaded]) -> str:
     """"Measured on …" for the pinned runs, or the note that they come from different
     machines (CPU model or cores differ). Transcribed runs ran on no machine here."""
-    groups: dict[str, list[str]] = {}
+    groups = _machines(runs)
     runs = {a: r for a, r in runs.items() if r.manifest.source is None}
-    for alias, loaded in runs.items():
-        m = loaded.manifest.machine
-        groups.setdefault(machine_name(m), []).append(alias)
     if not groups:
         return ""
     if len(groups) == 1:
@@ -298,9 +334,15 @@ def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
              blocks: Set[tuple[str, str]] = frozenset()) -> str:
     """The whole header: the warning box, transcribed runs' sources, the machine, then which
     run each section reads (`by_section`, from `sections`)."""
-    return (box(runs, page_src, run_pages, claims, replays, blocks) + transcribed(runs)
-            + machine(runs)
-            + reads(runs, by_section or {}, page_src, run_pages))
+    on, read = machine(runs), reads(runs, by_section or {}, page_src, run_pages)
+    mixed = mixed_machines(runs)
+    folded = [x for x in ("" if mixed else on, read) if x]
+    warned = box(runs, page_src, run_pages, claims, replays, blocks, mixed, folded)
+    if warned:  # the machine and the runs by section in its fold: the answer comes sooner
+        return warned + transcribed(runs)
+    if on.startswith("Measured on") and read:  # one paragraph: a line less above the answer
+        on = on.rstrip("\n") + " "
+    return transcribed(runs) + on + read
 
 
 def under_title(text: str, header: str) -> str:

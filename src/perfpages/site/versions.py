@@ -92,26 +92,34 @@ def notice(meta: Mapping[str, Any], where: str) -> str | None:
                              "page replacing it", where=where, key="superseded",
                              fix='write it as `superseded: {by: v3.md, why: "…"}`, or link '
                                  "the page in the paragraph")
-    said = "\n".join(f"    {line}".rstrip() for line in why.split("\n"))
     stem = posixpath.splitext(by)[0] if by else ""
     title = f"Superseded by {stem}" if by else "Superseded"
     link = f" by [{stem}]({by})" if by else ""
-    return (f'!!! warning "{title}"\n\n    This page renders exactly what it said, from its own '
-            f"pinned runs, and is no longer current: it is superseded{link}. What it got "
-            f"wrong:\n\n{said}\n\n")
+    head = (f'!!! warning "{title}"\n\n    No longer current: superseded{link}. This page '
+            f"renders exactly what it said, from its own pinned runs.")
+    if by is None:  # the link to what replaces it is in the paragraph: not folded
+        said = "\n".join(f"    {line}".rstrip() for line in why.split("\n"))
+        return f"{head} What it got wrong:\n\n{said}\n\n"
+    return f"{head}\n\n" + _wrong("this page", why)
+
+
+def _wrong(what: str, why: str) -> str:
+    """What a superseded page got wrong, folded inside its warning: the warning itself stays
+    one or two lines, so the page's short answer is still on the first screen."""
+    said = "\n".join(f"        {line}".rstrip() for line in why.split("\n"))
+    return f'    ??? note "What {what} got wrong"\n\n{said}\n\n'
 
 
 def banner(version: int, newest: int, newest_src: str, page_src: str,
            superseded: str | None = None) -> str:
     """The note at the top of an older version, linking the newest; with `superseded` (what
-    the version got wrong), a warning that carries it."""
+    the version got wrong), a warning that carries it, folded."""
     link = posixpath.relpath(newest_src, posixpath.dirname(page_src) or ".")
     if superseded is not None:
-        said = "\n".join(f"    {line}".rstrip() for line in superseded.split("\n"))
         return (f'!!! warning "Superseded by v{newest}"\n\n'
-                f"    This version v{version} renders exactly what it said, from its own pinned "
-                f"runs; the newest is [v{newest}]({link}). What it got wrong:\n\n"
-                f"{said}\n\n")
+                f"    Read the newest, [v{newest}]({link}). This version v{version} renders "
+                f"exactly what it said, from its own pinned runs.\n\n"
+                + _wrong(f"v{version}", superseded))
     return (f'!!! note "Version v{version} — kept as published"\n\n'
             f"    This version renders exactly what it said, from its own pinned runs. "
             f"The newest is [v{newest}]({link}).\n\n")
