@@ -10,8 +10,9 @@ import pytest
 
 from perfpages.analysis import warnings
 from perfpages.analysis.certification import Certificate
+from perfpages.analysis.decision import V21
 from perfpages.analysis.warnings import Item
-from perfpages.site import header
+from perfpages.site import cards, header
 from perfpages.site import store as store_module
 from perfpages.site import versions as version
 from perfpages.site.page import render
@@ -347,3 +348,21 @@ def test_the_note_above_a_superseded_version_is_short() -> None:
     assert '??? note "What this page got wrong"\n\n        It read the wrong run.' in side
     linked = version.notice({"superseded": "Read [v3](v3.md) instead."}, "perf/side.md") or ""
     assert "???" not in linked and "    Read [v3](v3.md) instead." in linked  # its link open
+
+
+def test_a_verdict_card_says_its_block_could_not_fail() -> None:
+    """The card beside a comparison names its block's certification from the same
+    certificate: "certified, but no A/A cell could fail" over 6 A/A cells at 10 rounds, plain
+    "certified" over 4 (where a cell could have failed)."""
+    card = cards.Card("0.42.0", "0.43.0", (("qag", "calls"),), ())
+
+    def cert(cells: int) -> Certificate:
+        return Certificate("calls", cells, 0, 8.0, "throughput", rule=V21,
+                           aa_p=tuple((f"c{i}", 0.5) for i in range(cells)), headline=8.0,
+                           headline_metric="throughput", rounds=10)
+
+    assert cert(6).vacuous and cert(6).certified and not cert(4).vacuous
+    assert "block calls: certified, but no A/A cell could fail at 10 rounds" in cards.render(
+        card, lambda alias, block: cert(6))
+    shown = cards.render(card, lambda alias, block: cert(4))
+    assert "block calls: certified" in shown and "could fail" not in shown
