@@ -336,16 +336,17 @@ def test_claims_on_several_uncertified_blocks_are_one_line(results: Path) -> Non
 
 
 def test_the_note_above_a_superseded_version_is_short() -> None:
-    """The newest version's link in one line; what the old one got wrong folded below it."""
+    """The warning is its title and one fold: its summary links the newest version, and
+    inside is what the old one got wrong; a link inside the paragraph alone stays open."""
     note = version.banner(2, 3, "perf/v3.md", "perf/v2.md", "v2 pooled the floors.\nBadly.")
-    assert note == ('!!! warning "Superseded by v3"\n\n    Read the newest, [v3](v3.md). This '
-                    "version v2 renders exactly what it said, from its own pinned runs.\n\n"
-                    '    ??? note "What v2 got wrong"\n\n        v2 pooled the floors.\n'
-                    "        Badly.\n\n")
+    assert note == ('!!! warning "Superseded by v3"\n\n'
+                    '    ??? note "Read the newest, [v3](v3.md); what v2 got wrong"\n\n'
+                    "        This version v2 renders exactly what it said, from its own pinned "
+                    "runs. What it got wrong:\n\n        v2 pooled the floors.\n        Badly.\n\n")
     meta = {"superseded": {"by": "v3.md", "why": "It read the wrong run."}}
     side = version.notice(meta, "perf/side.md") or ""
-    assert "superseded by [v3](v3.md)" in side.split("???")[0]
-    assert '??? note "What this page got wrong"\n\n        It read the wrong run.' in side
+    assert '??? note "No longer current: read [v3](v3.md); what this page got wrong"' in side
+    assert side.endswith("What it got wrong:\n\n        It read the wrong run.\n\n")
     linked = version.notice({"superseded": "Read [v3](v3.md) instead."}, "perf/side.md") or ""
     assert "???" not in linked and "    Read [v3](v3.md) instead." in linked  # its link open
 

@@ -94,20 +94,21 @@ def notice(meta: Mapping[str, Any], where: str) -> str | None:
                                  "the page in the paragraph")
     stem = posixpath.splitext(by)[0] if by else ""
     title = f"Superseded by {stem}" if by else "Superseded"
-    link = f" by [{stem}]({by})" if by else ""
-    head = (f'!!! warning "{title}"\n\n    No longer current: superseded{link}. This page '
-            f"renders exactly what it said, from its own pinned runs.")
     if by is None:  # the link to what replaces it is in the paragraph: not folded
         said = "\n".join(f"    {line}".rstrip() for line in why.split("\n"))
-        return f"{head} What it got wrong:\n\n{said}\n\n"
-    return f"{head}\n\n" + _wrong("this page", why)
+        return (f'!!! warning "{title}"\n\n    No longer current: this page renders exactly '
+                f"what it said, from its own pinned runs. What it got wrong:\n\n{said}\n\n")
+    return (f'!!! warning "{title}"\n\n'
+            + _folded(f"No longer current: read [{stem}]({by}); what this page got wrong",
+                      "This page renders exactly what it said, from its own pinned runs.", why))
 
 
-def _wrong(what: str, why: str) -> str:
-    """What a superseded page got wrong, folded inside its warning: the warning itself stays
-    one or two lines, so the page's short answer is still on the first screen."""
-    said = "\n".join(f"        {line}".rstrip() for line in why.split("\n"))
-    return f'    ??? note "What {what} got wrong"\n\n{said}\n\n'
+def _folded(summary: str, said: str, why: str) -> str:
+    """A superseded page's warning body: one fold whose summary links the page that replaces
+    it, and inside, what the page says of itself and what it got wrong. The warning stays two
+    lines high, so the page's short answer is still on the first screen."""
+    body = "\n".join(f"        {line}".rstrip() for line in why.split("\n"))
+    return f'    ??? note "{summary}"\n\n        {said} What it got wrong:\n\n{body}\n\n'
 
 
 def banner(version: int, newest: int, newest_src: str, page_src: str,
@@ -117,9 +118,9 @@ def banner(version: int, newest: int, newest_src: str, page_src: str,
     link = posixpath.relpath(newest_src, posixpath.dirname(page_src) or ".")
     if superseded is not None:
         return (f'!!! warning "Superseded by v{newest}"\n\n'
-                f"    Read the newest, [v{newest}]({link}). This version v{version} renders "
-                f"exactly what it said, from its own pinned runs.\n\n"
-                + _wrong(f"v{version}", superseded))
+                + _folded(f"Read the newest, [v{newest}]({link}); what v{version} got wrong",
+                          f"This version v{version} renders exactly what it said, from its own "
+                          "pinned runs.", superseded))
     return (f'!!! note "Version v{version} — kept as published"\n\n'
             f"    This version renders exactly what it said, from its own pinned runs. "
             f"The newest is [v{newest}]({link}).\n\n")
