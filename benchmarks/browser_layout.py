@@ -27,9 +27,6 @@ from pathlib import Path
 from perfpages.site import viewport
 
 ROOT = Path(__file__).resolve().parent.parent
-# viewport.MEASURE without its first line, which opens every fold: the page as it loads
-AS_LOADED = viewport.MEASURE.replace(
-    'document.querySelectorAll("details").forEach(d => { d.open = true; });', "", 1)
 
 
 def build(site: Path) -> None:
@@ -51,8 +48,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, help="a built site (default: build one)")
     args = parser.parse_args()
-    if AS_LOADED == viewport.MEASURE:
-        sys.exit("viewport.MEASURE no longer opens the folds as its first line: update AS_LOADED")
     with tempfile.TemporaryDirectory() as tmp:
         site = args.site or Path(tmp) / "site"
         if args.site is None:
@@ -60,16 +55,11 @@ def main() -> None:
         pages = viewport.shipped(site)
         started = time.monotonic()
         layouts = []
-        loaded: dict[tuple[str, int], float | None] = {}  # the answer, folds closed, px
         with viewport.served(site) as base, viewport.browser() as chrome:
             for width in viewport.WIDTHS:
                 with viewport.viewer(chrome, width, "light") as tab:
-                    for page in pages:
-                        tab.goto(base + page, wait_until="load")
-                        tab.evaluate("document.fonts.ready")
-                        loaded[page, width] = tab.evaluate(AS_LOADED)["answer"]
-                        layouts.append(viewport.measure(tab, base, page, width, "light",
-                                                        load=False))
+                    layouts += [viewport.measure(tab, base, page, width, "light")
+                                for page in pages]
         seconds = time.monotonic() - started
     print(row(["page", "width", "tables", "too wide, own scroll box", "too wide, no box",
                "smallest chart text", "short answer's first number",
@@ -78,7 +68,7 @@ def main() -> None:
     for layout in sorted(layouts, key=lambda lay: (lay.page, -lay.width)):
         text = layout.smallest_text
         answer = down(layout.answer, layout.width)
-        closed = down(loaded[layout.page, layout.width], layout.width)
+        closed = down(layout.answer_closed, layout.width)
         print(row([f"/{layout.page}", f"{layout.width} px", str(len(layout.tables)),
                    str(len(layout.wide) - len(layout.overflowing)), str(len(layout.overflowing)),
                    "—" if text is None else f"{text:.1f} px", answer, closed]))
@@ -91,6 +81,12 @@ def main() -> None:
               f"pages; smallest chart text {min(texts, default=0):.1f} px; chart text below "
               f"{viewport.SMALLEST_TEXT_PX:g} px on {small} of {len(texts)} pages with charts; "
               f"{sum(len(lay.wide) for lay in at)} tables wider than the column in all")
+        answered = [lay for lay in at if lay.first_screens is not None]
+        within = sum(lay.first_screens is not None
+                     and lay.first_screens <= viewport.ANSWER_SCREENS[width] for lay in answered)
+        print(f"{width} px: the short answer's first number within "
+              f"{viewport.ANSWER_SCREENS[width]:g} screens, folds closed, on {within} of "
+              f"{len(answered)} pages with one")
     print(f"\n{len(layouts)} page loads in {seconds:.0f} s")
 
 

@@ -3,7 +3,9 @@ the repository's site built once and served over HTTP on loopback, every shipped
 and 390 px, light and dark (Material's slate scheme set on the same load: the palette is CSS).
 
 A page fails when a table is wider than the text column outside a scroll box of its own in the
-column, when chart text renders below 11 px, or when a verdict card reaches past the viewport.
+column, when chart text renders below 11 px, or when a verdict card reaches past the viewport;
+a performance page, when its short answer's first number is not on the first screen (1280 px)
+or the first one and a half (390 px) as it loads, its folds closed.
 Today's failures are strict xfails, one per (page, width): a fix turns its case into an XPASS,
 which fails, so the fixer removes the case from KNOWN. Marker `browser`: the fast loop leaves
 it out (pytest -m "not browser")."""
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from perfpages.site import viewport
-from perfpages.site.viewport import SMALLEST_TEXT_PX, WIDTHS, Layout
+from perfpages.site.viewport import ANSWER_SCREENS, SMALLEST_TEXT_PX, WIDTHS, Layout
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -123,6 +125,9 @@ def test_the_measure_on_a_page_made_to_fail(chrome: Browser, tmp_path: Path) -> 
     assert layout.texts == [("tick", 6.5), ("title", 13.0)]  # 13 and 26 px at half size
     assert [c["cut"] for c in layout.cards] == [True]
     assert layout.answer is not None and 900 < layout.answer < 1000
+    # as it loads, its folds closed: the fold below the answer does not move it
+    assert layout.answer_closed == layout.answer and layout.first_screens is not None
+    assert layout.first_screens == pytest.approx(layout.answer / 844)  # in phone screens
 
 
 def test_every_shipped_page_is_checked(site: Path) -> None:
@@ -141,6 +146,31 @@ def test_a_page_reads_at_its_width(measured: Measured, page: str, width: int) ->
         problems += [f"{at}: verdict card {c['index']} spans {c['left']:.0f}–{c['right']:.0f} px "
                      f"of a {width} px viewport" for c in layout.cards if c["cut"]]
     assert not problems, "\n".join(problems)
+
+
+# The pages with a short answer: every shipped performance page, each of which now has its
+# short answer's first number on the first screen (issue 35; KNOWN_LATE for one that has not)
+ANSWERED = [p for p in PAGES if p.startswith("performance/")]
+KNOWN_LATE: dict[tuple[str, int], str] = {}
+
+
+def late(page: str, width: int) -> object:
+    reason = KNOWN_LATE.get((page, width))
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(page, width, marks=marks, id=f"/{page}@{width}")
+
+
+@pytest.mark.parametrize(("page", "width"), [late(p, w) for p in ANSWERED for w in WIDTHS])
+def test_the_short_answer_is_on_the_first_screen(measured: Measured, page: str,
+                                                 width: int) -> None:
+    """As the page loads (its folds closed), the short answer's first number is within the
+    first screen on a laptop and the first one and a half on a phone: the header above it
+    keeps only what changes a conclusion open (site/header.py)."""
+    light = measured(page, width)[0]  # the loads the other checks measure: no page loaded again
+    assert light.first_screens is not None, f"/{page}: no short answer with a number found"
+    assert light.first_screens <= ANSWER_SCREENS[width], (
+        f"/{page} at {width} px: the short answer's first number is {light.answer_closed:,.0f} "
+        f"px down ({light.first_screens:.2f} screens; at most {ANSWER_SCREENS[width]:g})")
 
 
 def test_the_measure_finds_what_it_checks(measured: Measured) -> None:

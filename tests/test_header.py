@@ -10,9 +10,11 @@ import pytest
 
 from perfpages.analysis import warnings
 from perfpages.analysis.certification import Certificate
+from perfpages.analysis.decision import V21
 from perfpages.analysis.warnings import Item
-from perfpages.site import header
+from perfpages.site import cards, header
 from perfpages.site import store as store_module
+from perfpages.site import versions as version
 from perfpages.site.page import render
 from perfpages.site.store import RunStore
 from sites import DEMO, Failed, build_site, make_results
@@ -128,8 +130,11 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     # (per block: busy windows and measured again, not certified) folded with its count.
     shown, folded = box.split("<details", 1)
     assert shown.count("<li>") == 1 and "Certified by their A/A pair:</strong> none" in shown
-    assert "4 more about these runs" in folded and folded.count("<li>") == 4
-    assert box.count(f'href="../../runs/{NOISY}/"') == 4
+    assert "4 more about these runs; where they ran" in folded and folded.count("<li>") == 4
+    # the four items link the run's page, and so does the line saying which run each section
+    # reads: it and the machine are in the fold, so the short answer comes sooner
+    assert box.count(f'href="../../runs/{NOISY}/"') == 5
+    assert folded.index("Measured on") < folded.index("Every section reads") < len(folded)
     assert "busy in 3 of 120 windows" in box and "; 3 measured again" in box
     assert "not certified: " in box and "A/A cells clear" in box
     assert noisy.index("Perf 1") < noisy.index("Before the figures") < noisy.index("Measured on")
@@ -144,6 +149,9 @@ def test_the_header_through_a_build(results: Path, tmp_path: Path) -> None:
     assert "on Intel Xeon (synthetic), 4 cores, 16 GiB" in both
     assert "Figures from different runs are not comparable as numbers." in both
     assert "no A/A pair: no block is certified" in both
+    # mixed machines is a conclusive line of the box's open part, not a box of its own
+    opened = both.split("Before the figures")[1].split("<details")[0]
+    assert "<strong>Different machines:</strong>" in opened and "Measured on" not in both
 
 
 def test_the_box_ranks_claims_on_uncertified_blocks_first(results: Path) -> None:
@@ -297,3 +305,85 @@ def test_a_run_that_predates_a_build_key_is_not_told_apart_by_it() -> None:
     # both recorded, and different: two machines
     assert not same_machine({**b, "cpu_flags": "99 flags, sha256 000000"}, b)
     assert same_machine({**b, "floor_tps": 1.0}, b)  # a measurement, not the machine
+RULE_21 = {"test": "wilcoxon", "alpha": 0.01, "version": "2.1", "certify_alpha": 0.01}
+
+
+@pytest.mark.parametrize(("rounds", "vacuous"), [(8, True), (20, False)])
+def test_a_certification_that_could_not_fail_says_so(tmp_path: Path, rounds: int,
+                                                     vacuous: bool) -> None:
+    """Method 2.1 at 8 rounds: no paired p-value goes below 2/2^8 ≈ 0.008, above 1 % ÷ 4 A/A
+    cells, so the block's certificate is vacuous and the header says its A/A test could not
+    fail; at 20 rounds the same block is certified plainly."""
+    run = f"2026-12-01-synthetic-{rounds}-rounds"
+    write_v2(tmp_path, run, rounds=rounds, rule=RULE_21)
+    done = render("# Perf\n", {"runs": {"new": run}}, path="p.md", offset=4,
+                  store=RunStore(tmp_path))
+    [cert] = store_module.reading(done.runs["new"]).certification or []
+    assert cert["certified"] and cert["vacuous"] is vacuous
+    line, status = header._certified(done.runs)
+    assert status == {("new", "callers"): True}
+    words = f"callers at 1 % (but no A/A cell could fail at {rounds} rounds)"
+    assert (words in line) is vacuous and "<code>new</code> callers at 1 %" in line
+    box = header.box(done.runs)
+    assert (line in box) is vacuous  # a vacuous certificate is worth the box on its own
+
+
+def test_the_sky_run_s_network_block_could_not_fail() -> None:
+    """results/2026-12-05-sky: its network block's 25 A/A cells at 10 rounds cannot reach
+    1 % ÷ 25, so its certificate is vacuous; its other blocks' are not."""
+    done = render("# Sky\n", {"runs": {"sky": "2026-12-05-sky"}}, path="p.md", offset=4,
+                  store=RunStore(Path(__file__).resolve().parent.parent / "results"))
+    certs = {c["block"]: c for c in store_module.reading(done.runs["sky"]).certification or []}
+    assert certs["network"]["aa_cells"] == 25 and certs["network"]["rounds"] == 10
+    assert certs["network"]["vacuous"] and certs["network"]["certified"]
+    line, _ = header._certified(done.runs)
+    assert "network at 1 % (but no A/A cell could fail at 10 rounds)" in line
+    assert [b for b, c in certs.items() if c.get("vacuous")] == ["network"]
+
+
+def test_claims_on_several_uncertified_blocks_are_one_line(results: Path) -> None:
+    """Claims resting on two blocks no A/A pair certifies: one line with each block's claim
+    lines, not a line per block, so that the box's open part stays within the first screen."""
+    body = ("# Perf\n\n{{ claim('Changed is faster.', faster('base', 'changed', "
+            "block='callers')) }}\n{{ claim('And here.', faster('base', 'changed', "
+            "block='pages')) }}\n")
+    done = render(body, {"runs": {"new": NOISY}}, path="p.md", offset=4,
+                  store=RunStore(results))
+    first = header.box(done.runs, "perf/p.md", "runs", done.claims).split("??? note")[0]
+    assert first.count("    - ") == 2  # the claims' line and the certification line
+    assert (f"    - 2 claims rest on blocks no A/A pair certifies, read them as unconfirmed: "
+            f"[<code>new</code>](../runs/{NOISY}.md) callers (line 7), pages (line 8)\n") in first
+
+
+def test_the_note_above_a_superseded_version_is_short() -> None:
+    """The warning is its title and one fold: its summary links the newest version, and
+    inside is what the old one got wrong; a link inside the paragraph alone stays open."""
+    note = version.banner(2, 3, "perf/v3.md", "perf/v2.md", "v2 pooled the floors.\nBadly.")
+    assert note == ('!!! warning "Superseded by v3"\n\n'
+                    '    ??? note "Read the newest, [v3](v3.md); what v2 got wrong"\n\n'
+                    "        This version v2 renders exactly what it said, from its own pinned "
+                    "runs. What it got wrong:\n\n        v2 pooled the floors.\n        Badly.\n\n")
+    meta = {"superseded": {"by": "v3.md", "why": "It read the wrong run."}}
+    side = version.notice(meta, "perf/side.md") or ""
+    assert '??? note "No longer current: read [v3](v3.md); what this page got wrong"' in side
+    assert side.endswith("What it got wrong:\n\n        It read the wrong run.\n\n")
+    linked = version.notice({"superseded": "Read [v3](v3.md) instead."}, "perf/side.md") or ""
+    assert "???" not in linked and "    Read [v3](v3.md) instead." in linked  # its link open
+
+
+def test_a_verdict_card_says_its_block_could_not_fail() -> None:
+    """The card beside a comparison names its block's certification from the same
+    certificate: "certified, but no A/A cell could fail" over 6 A/A cells at 10 rounds, plain
+    "certified" over 4 (where a cell could have failed)."""
+    card = cards.Card("0.42.0", "0.43.0", (("qag", "calls"),), ())
+
+    def cert(cells: int) -> Certificate:
+        return Certificate("calls", cells, 0, 8.0, "throughput", rule=V21,
+                           aa_p=tuple((f"c{i}", 0.5) for i in range(cells)), headline=8.0,
+                           headline_metric="throughput", rounds=10)
+
+    assert cert(6).vacuous and cert(6).certified and not cert(4).vacuous
+    assert "block calls: certified, but no A/A cell could fail at 10 rounds" in cards.render(
+        card, lambda alias, block: cert(6))
+    shown = cards.render(card, lambda alias, block: cert(4))
+    assert "block calls: certified" in shown and "could fail" not in shown

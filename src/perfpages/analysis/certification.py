@@ -91,6 +91,16 @@ class Certificate:
         return min(1.0, len(self.aa_p) * min(p for _, p in self.aa_p))
 
     @property
+    def vacuous(self) -> bool:
+        """Certified by a test that could not fail (2.1): at these rounds no p-value reaches
+        Holm's first threshold, α ÷ cells, so no A/A cell could have been found clear."""
+        if not self.holm or not self.aa_cells or not self.rounds:
+            return False
+        assert self.rule is not None
+        floor = ranktest.min_p(self.rounds, self.rounds, paired=self.rule.test == "wilcoxon")
+        return floor >= self.rule.certify_alpha / len(self.aa_p)
+
+    @property
     def target(self) -> float | None:
         return self.rule.target_pct if self.rule is not None else None
 
@@ -160,10 +170,7 @@ class Certificate:
         if self.claimed is not None and decision.finer(self.claimed, self.resolution):
             return (f"resolves {format_resolution(self.resolution)}, coarser than the "
                     f"{format_resolution(self.claimed)} claimed")
-        assert self.rule is not None
-        floor = ranktest.min_p(self.rounds, self.rounds, paired=self.rule.test == "wilcoxon")
-        if self.rounds and floor >= self.rule.certify_alpha / len(self.aa_p):
-            # Holm's floor: no p-value at these rounds reaches α ÷ cells, so none could fail
+        if self.vacuous:
             return (f"certified at {self.level} (Holm over {self.aa_cells} A/A cells, none of "
                     f"which could fail at {self.rounds} rounds)")
         return f"certified at {self.level} (Holm over {self.aa_cells} A/A cells)"
@@ -199,7 +206,8 @@ class Certificate:
                         "aa_clear_after_holm": [c for c, _ in self.holm_clear],
                         "headline_metric": self.headline_metric,
                         "headline_percent": finite(self.headline),
-                        "target_percent": self.target, "rounds": self.rounds})
+                        "target_percent": self.target, "rounds": self.rounds,
+                        "vacuous": self.vacuous})
         return out
 
 

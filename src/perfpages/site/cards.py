@@ -104,8 +104,10 @@ def render(card: Card, certify: Callable[[str, str], Certificate | None]) -> str
     marks = []
     for alias, block in card.blocks:
         cert = certify(alias, block)
-        state = ("certified" if cert.certified else f"not certified ({cert.why})") \
-            if cert is not None else "not certified (a run before method v2)"
+        state = "not certified (a run before method v2)" if cert is None \
+            else f"not certified ({cert.why})" if not cert.certified \
+            else f"certified, but no A/A cell could fail at {cert.rounds} rounds" \
+            if cert.vacuous else "certified"
         marks.append(f"block {block}" + (f" of {alias}" if len({a for a, _ in card.blocks}) > 1
                                          else "") + f": {state}")
     out = [f'<div class="{CLASS}">',

@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping, Sequence, Set
+from typing import Any
 from urllib.parse import quote
 
 from perfpages.analysis import warnings
@@ -58,33 +59,61 @@ def _certified(runs: Mapping[str, Loaded]) -> tuple[str, dict[tuple[str, str], b
             status[alias, str(c["block"])] = bool(c["certified"])
         good = [c for c in read.certification or [] if c["certified"]]
         if good:
-            level = f" at {good[0]['certify_alpha'] * 100:g} %" if "certify_alpha" in good[0] \
-                else ""
-            blocks = ", ".join(escape.md(str(c["block"])) for c in good)
-            done.append(f"{escape.code(alias)} {blocks}{level}")
-    whole = [f"{escape.code(alias)}: {escape.md(i.text)}" for alias, loaded in runs.items()
-             for i in items(loaded) if i.kind == warnings.UNCERTIFIED and i.block is None]
+            done.append(f"{escape.code(alias)} {_blocks(good)}")
+    said: dict[str, list[str]] = {}  # a run-wide reason → the runs it holds for
+    for alias, loaded in runs.items():
+        for i in items(loaded):
+            if i.kind == warnings.UNCERTIFIED and i.block is None:
+                said.setdefault(i.text, []).append(escape.code(alias))
+    whole = [f"{', '.join(aliases)}: {escape.md(text)}" for text, aliases in said.items()]
     shown = "; ".join(done) if done else "none"
     return (f"    - **Certified by their A/A pair:** {shown}"
             + (f" ({'; '.join(whole)})" if whole else "") + ".", status)
 
 
+def _blocks(good: Sequence[Mapping[str, Any]]) -> str:
+    """"callers, pages at 1 %": the certified blocks of one run and their level; blocks whose
+    A/A test could not fail at their rounds (the certificate's `vacuous`) said apart, so that a
+    certification no cell could fail is never read as one the pair passed."""
+    out = []
+    for vacuous in (False, True):
+        same = [c for c in good if bool(c.get("vacuous")) == vacuous]
+        if not same:
+            continue
+        alpha = same[0].get("certify_alpha")
+        text = ", ".join(escape.md(str(c["block"])) for c in same) + (
+            f" at {alpha * 100:g} %" if alpha is not None else "")
+        if vacuous:
+            rounds = " or ".join(str(r) for r in sorted({c["rounds"] for c in same}))
+            text += f" (but no A/A cell could fail at {rounds} rounds)"
+        out.append(text)
+    return ", ".join(out)
+
+
 def _uncertified_claims(claims: Sequence[Claim], links: Mapping[str, str],
                         status: Mapping[tuple[str, str], bool]) -> list[str]:
-    """A line per run and block that claims rest on but its A/A pair does not certify."""
+    """The claims resting on blocks their A/A pair does not certify, with their lines: one
+    line for a run and block, else one line naming each run's blocks."""
     lines: dict[tuple[str, str], set[int]] = {}
     for claim in claims:
         for j in claim.condition.judged:
             if j.run in links and not status.get((j.run, j.block), False):
                 lines.setdefault((j.run, j.block), set()).add(claim.line)
-    out = []
-    for (alias, block), at in lines.items():
+    if len(lines) == 1:
+        [((alias, block), at)] = lines.items()
         many = len(at) > 1
-        out.append(f"    - {links[alias]}: {len(at)} claim{'s' * many} (line{'s' * many} "
-                   f"{', '.join(map(str, sorted(at)))}) rest{'' if many else 's'} on block "
-                   f"{escape.md(block)}, which no A/A pair certifies: read "
-                   f"{'them' if many else 'it'} as unconfirmed")
-    return out
+        return [f"    - {links[alias]}: {len(at)} claim{'s' * many} (line{'s' * many} "
+                f"{', '.join(map(str, sorted(at)))}) rest{'' if many else 's'} on block "
+                f"{escape.md(block)}, which no A/A pair certifies: read "
+                f"{'them' if many else 'it'} as unconfirmed"]
+    runs: dict[str, list[str]] = {}  # one line for them all: the open part stays short
+    for (alias, block), at in lines.items():
+        runs.setdefault(alias, []).append(
+            f"{escape.md(block)} (line{'s' * (len(at) > 1)} {', '.join(map(str, sorted(at)))})")
+    count = len(set().union(*lines.values()))  # a claim on two blocks counted once
+    each = "; ".join(links[alias] + " " + ", ".join(where) for alias, where in runs.items())
+    return ([f"    - {count} claims rest on blocks no A/A pair certifies, read them as "
+             f"unconfirmed: {each}"] if lines else [])
 
 
 Replays = Sequence[tuple[str, str, list[int | None]]]  # (alias, replay's id, failed lines)
@@ -120,15 +149,18 @@ def across_blocks(runs: Mapping[str, Loaded], links: Mapping[str, str],
 
 def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         run_pages: str | None = None, claims: Sequence[Claim] = (),
-        replays: Replays = (), blocks: Set[tuple[str, str]] = frozenset()) -> str:
+        replays: Replays = (), blocks: Set[tuple[str, str]] = frozenset(),
+        mixed: str = "", folded: Sequence[str] = ()) -> str:
     """One `!!! warning` ranking what is known of the pinned runs ("" when nothing is): first
     what changes a conclusion (claims that failed on a replay, `replays`, as the page's
     reproduction read it; claims on uncertified blocks; blocks the page reads, `blocks`, that
-    measured one configuration apart; drift, faults, a run's scope, mixed runs) and which
-    blocks are certified at what level, at most five lines; the rest folded below with its
-    count, blocks designed without an A/A pair in one line per run. Each item links its
-    run's page when `page_src` (the page under docs/) and `run_pages` (where run pages are,
-    runpages.PREFIX) are given."""
+    measured one configuration apart; drift, faults, a run's scope, mixed runs), at most four
+    lines, then `mixed` (the runs' machines differ, `mixed_machines`) and which blocks are
+    certified at what level; the rest in one fold below with its count, blocks designed
+    without an A/A pair in one line per run, then the `folded` paragraphs (the machine, which
+    run each section reads). Open, the box stays within the first screen, so the page's short
+    answer does too. Each item links its run's page when `page_src` (the page under docs/)
+    and `run_pages` (where run pages are, runpages.PREFIX) are given."""
     first: list[str] = []
     rest: list[str] = []
     links = {alias: _link(alias, loaded.manifest.id, page_src, run_pages)
@@ -140,25 +172,30 @@ def box(runs: Mapping[str, Loaded], page_src: str | None = None,
         for i in items(loaded):
             if i.kind == warnings.UNCERTIFIED and (i.block is None or i.block in unpaired):
                 continue  # said by the certification line, or in one line below
+            if i.kind == warnings.SCOPE and loaded.manifest.source is not None:
+                continue  # transcribed: said, with its source, by the note below the box
             (first if i.kind in CONCLUSIVE else rest).append(f"    - {link}: {escape.md(i.text)}")
         if unpaired:
             rest.append(f"    - {link}: designed without an A/A pair, so not certified: "
                         f"{', '.join(escape.md(str(b)) for b in unpaired)}")
     failed = _replayed(replays, links)
-    if not failed and not any(items(loaded) for loaded in runs.values()) \
+    vacuous = any(c.get("vacuous") and c["certified"] for loaded in runs.values()
+                  for c in reading(loaded).certification or [])
+    if not failed and not vacuous and not mixed \
+            and not any(items(loaded) for loaded in runs.values()) \
             and not across_blocks(runs, links, blocks):
         return ""
     line, status = _certified(runs)
     first = (failed + _uncertified_claims(claims, links, status)
              + across_blocks(runs, links, blocks) + first)
     rest = first[FIRST - 1:] + rest
-    first = [*first[:FIRST - 1], line]
-    out = ['!!! warning "Before the figures"', "",
-           "    What changes a conclusion, then what else is known about the runs this page "
-           "pins (each run's page has the details):", "", *first, ""]
-    if rest:
-        out += [f'    ??? note "{len(rest)} more about these runs"', "",
+    first = [*first[:FIRST - 1], *([f"    - {mixed}"] if mixed else []), line]
+    out = ['!!! warning "Before the figures"', "", *first, ""]
+    if rest or folded:
+        more = f"{len(rest)} more about these runs" if rest else "Where these runs ran"
+        out += [f'    ??? note "{more}{"; where they ran" if rest and folded else ""}"', "",
                 *(f"    {x}" for x in rest), ""]
+        out += [f"        {x.strip()}\n" for x in folded]
     return "\n".join([*out, ""])
 
 
@@ -166,7 +203,8 @@ def _listed(kind: str, title: str, intro: str, lines: list[str]) -> str:
     """An admonition listing `lines` under its intro; "" with nothing to list."""
     if not lines:
         return ""
-    return "\n".join([f'!!! {kind} "{title}"', "", f"    {intro}", "", *lines, "", ""])
+    return "\n".join([f'!!! {kind} "{title}"', "", *([f"    {intro}", ""] if intro else []),
+                      *lines, "", ""])
 
 
 def not_measured(m: Manifest) -> list[str]:
@@ -189,49 +227,69 @@ def _sentence(text: str) -> str:
 def transcribed(runs: Mapping[str, Loaded]) -> str:
     """A note naming each pinned run whose figures were transcribed from elsewhere (`perfpages
     import`): its source's title, link and date. "" when every run was measured here."""
-    lines = []
+    same: dict[str, list[str]] = {}  # a source, as linked → the runs transcribed from it
     for alias, loaded in runs.items():
         source = loaded.manifest.source
         if source is not None:
-            lines.append(f"    - {escape.code(alias)}: {source_link(source)}")
-    return _listed("note", SCOPE_TITLES["transcribed"], f"The figures of these runs: "
-                   f"{SCOPE_TEXTS['transcribed']}, from where they were published:", lines)
+            same.setdefault(source_link(source), []).append(escape.code(alias))
+    lines = [f"    - {', '.join(aliases)}: {link}" for link, aliases in same.items()]
+    return _listed("note", SCOPE_TITLES["transcribed"], "", lines)  # its title says what
 
 
-def machine(runs: Mapping[str, Loaded]) -> str:
-    """"Measured on …" for the pinned runs, or the note that they come from different
-    machines (`comparable.same_machine`: a run that predates a build key is not told apart by
-    it, and the name then says which runs record it). Transcribed runs ran on no machine here."""
+def _machines(runs: Mapping[str, Loaded]) -> list[list[str]]:
+    """The measured runs' aliases grouped by machine (`comparable.same_machine`: a run that
+    predates a build key is not told apart by it); transcribed runs ran on none."""
     groups: list[list[str]] = []
-    runs = {a: r for a, r in runs.items() if r.manifest.source is None}
     for alias, loaded in runs.items():
+        if loaded.manifest.source is not None:
+            continue
         m = loaded.manifest.machine
         group = next((g for g in groups if same_machine(runs[g[0]].manifest.machine, m)), None)
         if group is None:
             groups.append([alias])
         else:
             group.append(alias)
+    return groups
+
+
+def _name(runs: Mapping[str, Loaded], aliases: list[str]) -> str:
+    """A group's machine by its fullest record, and which runs lack the CPU flags (the one
+    part of a name older runs did not record)."""
+    names = {a: machine_name(runs[a].manifest.machine) for a in aliases}
+    fullest = max(names.values(), key=len)
+    partial = [a for a in aliases if names[a] != fullest]
+    return escape.md(fullest) + (" (" + ", ".join(escape.code(a) for a in partial)
+                                 + ": no CPU flags recorded)" if partial else "")
+
+
+def _each(runs: Mapping[str, Loaded], groups: list[list[str]]) -> str:
+    return "; ".join(", ".join(escape.code(a) for a in aliases) + " on " + _name(runs, aliases)
+                     for aliases in groups)
+
+
+def mixed_machines(runs: Mapping[str, Loaded]) -> str:
+    """The box's line when the pinned runs come from different machines; "" when not."""
+    groups = _machines(runs)
+    if len(groups) < 2:
+        return ""
+    return (f"**Different machines:** {_each(runs, groups)}. Figures from different runs are "
+            "not comparable as numbers.")
+
+
+def machine(runs: Mapping[str, Loaded]) -> str:
+    """"Measured on …" for the pinned runs, or the note that they come from different
+    machines. Transcribed runs ran on no machine here."""
+    groups = _machines(runs)
     if not groups:
         return ""
-
-    def name(aliases: list[str]) -> str:
-        names = {a: machine_name(runs[a].manifest.machine) for a in aliases}
-        fullest = max(names.values(), key=len)
-        text = escape.md(fullest)
-        partial = [a for a in aliases if names[a] != fullest]
-        if partial:  # runs before the CPU flags were recorded (the one optional part)
-            text += " (" + ", ".join(escape.code(a) for a in partial) + ": no CPU flags recorded)"
-        return text
-
     if len(groups) == 1:
         aliases = groups[0]
         named = ", ".join(escape.code(a) for a in aliases)
-        return f"Measured on {name(aliases)} (run{'s' * (len(aliases) > 1)} {named}).\n\n"
-    each = "; ".join(", ".join(escape.code(a) for a in aliases) + " on " + name(aliases)
-                     for aliases in groups)
+        return (f"Measured on {_name(runs, aliases)} "
+                f"(run{'s' * (len(aliases) > 1)} {named}).\n\n")
     return ('!!! warning "Different machines"\n\n'
-            f"    These runs come from different machines: {each}. Figures from different "
-            "runs are not comparable as numbers.\n\n")
+            f"    These runs come from different machines: {_each(runs, groups)}. Figures "
+            "from different runs are not comparable as numbers.\n\n")
 
 
 INTRO = "Introduction"  # what a page says before its first `## ` section
@@ -291,9 +349,15 @@ def markdown(runs: Mapping[str, Loaded], page_src: str | None = None,
              blocks: Set[tuple[str, str]] = frozenset()) -> str:
     """The whole header: the warning box, transcribed runs' sources, the machine, then which
     run each section reads (`by_section`, from `sections`)."""
-    return (box(runs, page_src, run_pages, claims, replays, blocks) + transcribed(runs)
-            + machine(runs)
-            + reads(runs, by_section or {}, page_src, run_pages))
+    on, read = machine(runs), reads(runs, by_section or {}, page_src, run_pages)
+    mixed = mixed_machines(runs)
+    folded = [x for x in ("" if mixed else on, read) if x]
+    warned = box(runs, page_src, run_pages, claims, replays, blocks, mixed, folded)
+    if warned:  # the machine and the runs by section in its fold: the answer comes sooner
+        return warned + transcribed(runs)
+    if on.startswith("Measured on") and read:  # one paragraph: a line less above the answer
+        on = on.rstrip("\n") + " "
+    return transcribed(runs) + on + read
 
 
 def under_title(text: str, header: str) -> str:

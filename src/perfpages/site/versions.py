@@ -92,26 +92,35 @@ def notice(meta: Mapping[str, Any], where: str) -> str | None:
                              "page replacing it", where=where, key="superseded",
                              fix='write it as `superseded: {by: v3.md, why: "…"}`, or link '
                                  "the page in the paragraph")
-    said = "\n".join(f"    {line}".rstrip() for line in why.split("\n"))
     stem = posixpath.splitext(by)[0] if by else ""
     title = f"Superseded by {stem}" if by else "Superseded"
-    link = f" by [{stem}]({by})" if by else ""
-    return (f'!!! warning "{title}"\n\n    This page renders exactly what it said, from its own '
-            f"pinned runs, and is no longer current: it is superseded{link}. What it got "
-            f"wrong:\n\n{said}\n\n")
+    if by is None:  # the link to what replaces it is in the paragraph: not folded
+        said = "\n".join(f"    {line}".rstrip() for line in why.split("\n"))
+        return (f'!!! warning "{title}"\n\n    No longer current: this page renders exactly '
+                f"what it said, from its own pinned runs. What it got wrong:\n\n{said}\n\n")
+    return (f'!!! warning "{title}"\n\n'
+            + _folded(f"No longer current: read [{stem}]({by}); what this page got wrong",
+                      "This page renders exactly what it said, from its own pinned runs.", why))
+
+
+def _folded(summary: str, said: str, why: str) -> str:
+    """A superseded page's warning body: one fold whose summary links the page that replaces
+    it, and inside, what the page says of itself and what it got wrong. The warning stays two
+    lines high, so the page's short answer is still on the first screen."""
+    body = "\n".join(f"        {line}".rstrip() for line in why.split("\n"))
+    return f'    ??? note "{summary}"\n\n        {said} What it got wrong:\n\n{body}\n\n'
 
 
 def banner(version: int, newest: int, newest_src: str, page_src: str,
            superseded: str | None = None) -> str:
     """The note at the top of an older version, linking the newest; with `superseded` (what
-    the version got wrong), a warning that carries it."""
+    the version got wrong), a warning that carries it, folded."""
     link = posixpath.relpath(newest_src, posixpath.dirname(page_src) or ".")
     if superseded is not None:
-        said = "\n".join(f"    {line}".rstrip() for line in superseded.split("\n"))
         return (f'!!! warning "Superseded by v{newest}"\n\n'
-                f"    This version v{version} renders exactly what it said, from its own pinned "
-                f"runs; the newest is [v{newest}]({link}). What it got wrong:\n\n"
-                f"{said}\n\n")
+                + _folded(f"Read the newest, [v{newest}]({link}); what v{version} got wrong",
+                          f"This version v{version} renders exactly what it said, from its own "
+                          "pinned runs.", superseded))
     return (f'!!! note "Version v{version} — kept as published"\n\n'
             f"    This version renders exactly what it said, from its own pinned runs. "
             f"The newest is [v{newest}]({link}).\n\n")

@@ -35,8 +35,9 @@ CHROMIUM = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 # nearest ancestor that scrolls sideways (overflow-x auto/scroll) lies within the column.
 # Material's own wrapper (.md-typeset__scrollwrap) reaches 0.8rem past the column on each side:
 # it does not count, so a table that cannot fit needs a scroll box of its own in the column.
+OPEN = 'document.querySelectorAll("details").forEach(d => { d.open = true; });'
 MEASURE = """() => {
-  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  OPEN
   const col = document.querySelector("article.md-content__inner");
   const cs = getComputedStyle(col), box = col.getBoundingClientRect();
   const left = box.left + parseFloat(cs.paddingLeft);
@@ -87,6 +88,12 @@ MEASURE = """() => {
   const background = getComputedStyle(document.body).backgroundColor;
   return {column: right - left, tables, texts, cards, answer, background};
 }"""
+# The page as it loads, its folds closed (a reader's first screen), and with every fold open
+AS_LOADED = MEASURE.replace("OPEN", "", 1)
+MEASURE = MEASURE.replace("OPEN", OPEN, 1)
+# The short answer's first number within this many screens (viewport heights) from the top,
+# its folds closed: a laptop's first screen, a phone's first one and a half (issue 35)
+ANSWER_SCREENS = {1280: 1.0, 390: 1.5}
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,12 @@ class Layout:
     cards: list[dict[str, Any]]
     answer: float | None  # px from the page's top to the short answer's first number
     background: str  # the page's computed background colour: tells the schemes apart
+    answer_closed: float | None = None  # the same as the page loads, its folds closed
+
+    @property
+    def first_screens(self) -> float | None:
+        """The short answer's first number as the page loads, in viewport heights."""
+        return None if self.answer_closed is None else self.answer_closed / WIDTHS[self.width]
 
     @property
     def wide(self) -> list[Table]:
@@ -203,12 +216,16 @@ def viewer(chrome: Browser, width: int, scheme: Scheme) -> Iterator[Page]:
 def measure(tab: Page, base: str, page: str, width: int, scheme: str, *,
             load: bool = True) -> Layout:
     """Load one page in `tab` and measure it once its fonts and scripts are done (`load`
-    False: the page already loaded, measured again, e.g. in the other colour scheme)."""
+    False: the page already loaded, measured again, e.g. in the other colour scheme; its folds
+    already open, so no `answer_closed`)."""
+    closed = None
     if load:
         tab.goto(base + page, wait_until="load")
         tab.evaluate("document.fonts.ready")
+        closed = tab.evaluate(AS_LOADED)["answer"]  # before MEASURE opens the folds
     data = tab.evaluate(MEASURE)
     return Layout(page=page, width=width, scheme=scheme, column=data["column"],
                   tables=[Table(t["index"], t["width"], t["scrolled"]) for t in data["tables"]],
                   texts=[(t["text"], t["px"]) for t in data["texts"]], cards=data["cards"],
-                  answer=data["answer"], background=data["background"])
+                  answer=data["answer"], background=data["background"],
+                  answer_closed=closed)
