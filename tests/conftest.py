@@ -9,12 +9,14 @@ servers this session started, never a replay running beside it.
 Under pytest-xdist (`pytest -n 3`) each worker is a session of its own: it inherits the
 controller's TMPDIR and makes its root inside it (`perfpages-tests-gw0-…`), so a worker's
 `leftovers` count only its own servers, never the other worker's, and the controller keeps its
-whole tree when any worker left a server running. Tests are handed out a file at a time
-(`--dist loadfile` in pyproject.toml): a module-scoped fixture (a replay several tests read) is
-built once, by the one worker that runs that file. The heaviest files go first (tests marked
+whole tree when any worker left a server running. Tests are handed out a file at a time (`--dist
+loadfile` in pyproject.toml): a module-scoped fixture (a replay several tests read) is built once,
+by the one worker that runs that file; a product several files read (the repository's site, the
+QueryAPIGate smoke run) is built once for the whole session by the first worker that asks for it,
+under a lock in the controller's root (tests/shared.py). The heaviest files go first (tests marked
 `postgres`, `network` or `browser` weigh most): the last file handed out is a light one, so no
-worker waits long for the other at the end. A test that starts PostgreSQL or installs from PyPI must
-carry its marker, for this as for the fast loop (`-m "not postgres and not network and not
+worker waits long for the other at the end. A test that starts PostgreSQL or installs from PyPI
+must carry its marker, for this as for the fast loop (`-m "not postgres and not network and not
 browser"`).
 
 The cache (PERFPAGES_CACHE) stays shared between sessions, decided per subdirectory:
@@ -35,9 +37,12 @@ from __future__ import annotations
 import multiprocessing.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,10 +50,13 @@ import pytest
 from perfpages.archive.reader import Run
 from perfpages.run.postgres import cache_dir, leftover_servers
 from perfpages.testing import generate
+from shared import Shared
 
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 _SAVED: dict[str, str | None] = {}
 SESSION_TMP = pytest.StashKey[Path]()
+SHARED_ROOT = pytest.StashKey[Path]()  # the controller's root under xdist, else the session's
 FAILED = pytest.StashKey[bool]()
 
 
@@ -72,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     root.chmod(0o711)  # as root, the PostgreSQL server user traverses it to its data directory
     os.environ["TMPDIR"] = tempfile.tempdir = str(root)
     config.stash[SESSION_TMP] = root
+    config.stash[SHARED_ROOT] = root.parent if worker else root
 
 
 # A test marked postgres or network takes from ten seconds to minutes (a replay, a venv from
@@ -121,6 +130,43 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def session_tmp(pytestconfig: pytest.Config) -> Path:
     """This session's temporary root: every data directory it makes is under it."""
     return pytestconfig.stash[SESSION_TMP]
+
+
+@pytest.fixture(scope="session")
+def shared(pytestconfig: pytest.Config) -> Shared:
+    """Products built once for the whole session, every xdist worker included (tests/shared.py)."""
+    return Shared(pytestconfig.stash[SHARED_ROOT])
+
+
+@pytest.fixture(scope="session")
+def repository_site(shared: Shared) -> Path:
+    """The repository's own site, built strictly once as `invoke docs.build` builds it, for
+    every file that reads it (test_site's strict build, test_browser's pages)."""
+    def build(site: Path) -> None:
+        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+                        str(site)], cwd=ROOT, check=True,
+                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+
+    return shared("repository-site", build)
+
+
+@pytest.fixture(scope="session")
+def queryapigate_smoke(shared: Shared) -> Path:
+    """QueryAPIGate 0.43.0 from PyPI, one round of two blocks in one-second windows: `calls` for
+    0.43.0 and its twin 0.43.0-again, `network` (through the delay proxy) for 0.43.0, the one
+    label of the two the suite runs it for. One real run that test_httpsuite's smoke test and
+    test_cost's cost per call both read, instead of one each."""
+    from perfpages.run.runner import Options, run
+    from sites import quiet
+
+    def make(results: Path) -> None:
+        run(Options(suite="queryapigate", benchmarks=ROOT / "benchmarks", results=results,
+                    labels=["0.43.0", "0.43.0-again"], blocks=["calls", "network"], rounds=1,
+                    quick=True, preflight_wait=0, adapt=lambda s: replace(s, window_s=1.0)),
+            quiet())
+
+    (run_dir,) = [p.parent for p in shared("queryapigate-smoke", make).glob("*/run.json")]
+    return run_dir
 
 
 @pytest.fixture

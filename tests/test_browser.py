@@ -12,9 +12,6 @@ it out (pytest -m "not browser")."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,12 +74,10 @@ class Measured:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's site, built once as `invoke docs.build` builds it."""
-    built = tmp_path_factory.mktemp("browser") / "site"
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(built)], cwd=ROOT,
-                   check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    return built
+def site(repository_site: Path) -> Path:
+    """The repository's site, built once per session as `invoke docs.build` builds it (strictly:
+    tests/conftest.py), and shared with test_site's strict build."""
+    return repository_site
 
 
 @pytest.fixture(scope="module")

@@ -86,16 +86,12 @@ def test_cost_metrics_are_known_metrics_with_a_direction() -> None:
 
 
 @pytest.mark.postgres
-def test_every_measured_window_of_a_real_run_has_its_cost(tmp_path: Path) -> None:
-    """QueryAPIGate 0.43.0, one round of the calls block: each call's windows carry its CPU,
-    PostgreSQL's, its statements and buffers per call, and the report tables them."""
-    from perfpages.run.runner import Options, run
-    from sites import quiet
-
-    run_dir = run(Options(suite="queryapigate", benchmarks=ROOT / "benchmarks",
-                          results=tmp_path, labels=["0.43.0", "0.43.0-again"],
-                          blocks=["calls"], rounds=1,
-                          quick=True, preflight_wait=0), quiet())
+@pytest.mark.network
+def test_every_measured_window_of_a_real_run_has_its_cost(queryapigate_smoke: Path) -> None:
+    """QueryAPIGate 0.43.0, one round of the calls block (the smoke run test_httpsuite reads
+    too: conftest.py): each call's windows carry its CPU, PostgreSQL's, its statements and
+    buffers per call, and the report tables them."""
+    run_dir = queryapigate_smoke
     r = open_run(run_dir)
     windows = [w for w in r.measured if w.block == "calls"]
     costed = [w for w in windows if "cpu_ms" in w.metrics]
@@ -118,7 +114,7 @@ def test_every_measured_window_of_a_real_run_has_its_cost(tmp_path: Path) -> Non
     from perfpages.site.pins import Pins
     from perfpages.site.store import RunStore
 
-    pins = Pins({"r": RunStore(tmp_path).get(run_dir.name)})
+    pins = Pins({"r": RunStore(run_dir.parent).get(run_dir.name)})
     text = Macros(pins).namespace()["why"]("0.43.0", "0.43.0-again", block="calls")
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert any(r.startswith("| subject CPU per call |") and "of 4 clear" in r for r in rows)

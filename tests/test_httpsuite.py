@@ -8,7 +8,6 @@ import csv
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -153,24 +152,25 @@ def test_a_one_round_block_archived_alone_is_a_complete_run(tmp_path: Path) -> N
 
 
 @pytest.mark.network
-def test_queryapigate_smoke(tmp_path: Path) -> None:
+def test_queryapigate_smoke(queryapigate_smoke: Path) -> None:
     """The real suite on the real 0.43.0 release from PyPI: one round of two blocks, tiny
     windows; the second reaches PostgreSQL through the delay proxy, so the label is prepared
     again for the proxy's address (its stored configuration names the server). One-second
     windows, not quick's two: every assertion is on cells, codes and counts, and ten windows
-    a second shorter are a tenth of the test."""
-    run_dir = run(Options(suite="queryapigate", benchmarks=BENCHMARKS, results=tmp_path,
-                          labels=["0.43.0"], blocks=["calls", "network"], rounds=1, quick=True,
-                          preflight_wait=0, adapt=lambda s: replace(s, window_s=1.0)), quiet())
+    a second shorter are a tenth of the test. The run is shared with test_cost (conftest.py)."""
+    run_dir = queryapigate_smoke
     r = open_run(run_dir)
     assert r.manifest.method.window_s == 1.0
     pin = r.manifest.labels["0.43.0"].pin
     assert pin.kind == "package" and pin.version == "0.43.0" and len(pin.artifacts) == 1
-    calls = {w.params["call"]: w for w in r.measured if w.block == "calls"}
-    assert set(calls) == {"lookup-plain", "lookup-governed", "page", "write"}
-    for w in calls.values():
+    calls = [w for w in r.measured if w.block == "calls"]
+    assert {w.params["call"] for w in calls} == {"lookup-plain", "lookup-governed", "page",
+                                                 "write"}
+    assert {w.label for w in calls} == {"0.43.0", "0.43.0-again"}
+    for w in calls:  # every call of both labels
         assert w.status == "ok" and w.requests and set(w.codes) == {"200"}, (w.params, w.codes)
     network = [w for w in r.measured if w.block == "network"]
+    assert {w.label for w in network} == {"0.43.0"}
     assert {(w.params["callers"], w.params["delay_ms"]) for w in network} == {
         (1, 0), (1, 0.5), (1, 1), (1, 2), (1, 5), (32, 0.5)}
     for w in network:  # every call crossed the proxy: round trips counted, the store's included

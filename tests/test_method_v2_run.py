@@ -170,12 +170,16 @@ def test_archived_runs_count_every_window_and_write_no_attempt() -> None:
 # ---- a real run under an exact rule -------------------------------------------------------------
 
 def _bench(tmp: Path, rule: str = "wilcoxon", settings: bool = False, rounds: int = 3) -> Path:
-    """tinyhttp under an exact rule (its own rounds and windows kept: seconds to run)."""
+    """tinyhttp under an exact rule: its one-second windows (the least a block may have), the
+    settle before each window and the profile's windows halved (the tests here count windows,
+    starts and orders, not sizes)."""
     bench = tmp / "bench"
     shutil.copytree(BENCHMARKS / "tinyhttp", bench / "tinyhttp", dirs_exist_ok=True)
     source = (BENCHMARKS / "tinyhttp.py").read_text()
+    assert source.count("rounds=2, warmup_s=0.5,") == source.count("window_s=2.0,") == 1
     source = source.replace("rounds=2, warmup_s=0.5,",
-                            f"rounds={rounds}, rule={rule!r}, warmup_s=0.5,")
+                            f"rounds={rounds}, rule={rule!r}, warmup_s=0.25,")
+    source = source.replace("window_s=2.0,", "window_s=1.0,")  # the profile block's
     if settings:  # the slow label needs another PostgreSQL setting: a restart between labels
         source = source.replace('env={"TINY_DELAY_MS": "2"}',
                                 'env={"TINY_DELAY_MS": "2"}, pg_settings={"work_mem": "8MB"}')

@@ -309,12 +309,8 @@ def test_run_page_lists_diagnostics_with_downloads(tmp_path: Path, results: Path
     assert copied.read_text() == '{"calls": 3}\n'
 
 
-def test_the_repository_site_builds_strictly(tmp_path: Path) -> None:
-    from mkdocs.commands.build import build
-    from mkdocs.config import load_config
-
-    root = Path(__file__).resolve().parent.parent
-    build(load_config(config_file=str(root / "mkdocs.yml"), strict=True,
-                      site_dir=str(tmp_path / "site")))
-    assert (tmp_path / "site/runs/index.html").is_file()
-    assert (tmp_path / "site/guide/pages/index.html").is_file()
+def test_the_repository_site_builds_strictly(repository_site: Path) -> None:
+    """The session's one strict build of the repository (tests/conftest.py: a warning fails it),
+    which test_browser reads too."""
+    assert (repository_site / "runs/index.html").is_file()
+    assert (repository_site / "guide/pages/index.html").is_file()
