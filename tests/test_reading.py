@@ -69,6 +69,11 @@ def _check(run_dir: Path, cache: Path) -> None:
     for i in items:
         if i.kind == "uncertified":
             assert i.block is None or escape.md(str(i.block)) in box, (run_dir.name, i.text)
+        elif i.kind == "scope" and run.manifest.source is not None:
+            # a transcribed run's scope is said once, with its source, by the note below the box
+            note = header.transcribed({"r": store.get(run_dir.name)})
+            assert "Transcribed, not measured here" in note and "<code>r</code>" in note
+            assert escape.md(run.manifest.source.title) in note, run_dir.name
         else:
             assert f": {escape.md(i.text)}\n" in box, (run_dir.name, i.text)
     cited = cite(run, "", data)
