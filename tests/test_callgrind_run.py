@@ -1,9 +1,10 @@
 """An instructions block end to end under real valgrind and PostgreSQL floors (the tinycallgrind
 suite: tinyhttp's subject, windows of 20 calls): archived counts, sealed profiles, and nothing
-under callgrind left running after Ctrl-C."""
+under callgrind left running after Ctrl-C or SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -71,19 +73,73 @@ def test_an_instructions_block_archives_counts_per_call(tmp_path: Path) -> None:
     assert first.split("|")[4].strip().startswith("+")  # the spin's extra work, added
 
 
-def test_ctrl_c_leaves_no_callgrind_running(tmp_path: Path) -> None:
+@pytest.fixture
+def tmpdir_short() -> Iterator[Path]:
     # Not under pytest's tmp root (0700 to another pytest session): PostgreSQL's user traverses
     # the run's temporary directories. A short path: under an xdist worker's root, the server's
     # Unix socket path inside it passes the 107-byte limit and PostgreSQL cannot start.
     tmpdir = Path(tempfile.mkdtemp(prefix="pp-cg-", dir="/tmp"))
     tmpdir.chmod(0o755)
     try:
-        interrupted(tmpdir, tmp_path / "results")
+        yield tmpdir
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def interrupted(tmpdir: Path, results: Path) -> None:
+def test_ctrl_c_leaves_no_callgrind_running(tmpdir_short: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    proc = in_a_window(tmpdir_short, results)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    (run_dir,) = results.iterdir()
+    assert read_manifest(run_dir).status == "partial"
+    deadline = time.monotonic() + 30  # parent-death signals reach them; never a timing claim
+    while traced(tmpdir_short) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert traced(tmpdir_short) == []
+
+
+def test_sigkill_leaves_nothing_of_the_run_running(tmpdir_short: Path, tmp_path: Path) -> None:
+    """SIGKILL gives the harness no teardown: the parent-death signals alone end the subject
+    under callgrind and PostgreSQL, and the postmaster's death ends its backends."""
+    proc = in_a_window(tmpdir_short, tmp_path / "results")
+    harness = psutil.Process(proc.pid)
+    started = harness.children(recursive=True)  # the subject, the server and its backends
+    kinds = {"valgrind" if "callgrind" in " ".join(p.cmdline()) else p.name()
+             for p in started if p.is_running()}
+    assert {"valgrind", "postgres"} <= kinds, kinds
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 30  # workers notice on their next loop: presence, not time
+    while left(started, tmpdir_short) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left(started, tmpdir_short) == []
+
+
+def left(started: list[psutil.Process], tmpdir: Path) -> list[str]:
+    """What of the run still runs: a process it had started (the same pid and start time),
+    or one whose command line names its TMPDIR."""
+    alive = {}
+    for p in started:
+        with contextlib.suppress(psutil.Error):
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive[p.pid] = p
+    for p in psutil.process_iter(["cmdline", "status"]):
+        if p.info["status"] != psutil.STATUS_ZOMBIE \
+                and str(tmpdir) in " ".join(p.info["cmdline"] or []):
+            alive.setdefault(p.pid, p)
+    found = []
+    for pid, p in sorted(alive.items()):
+        with contextlib.suppress(psutil.Error):
+            found.append(f"{pid} {' '.join(p.cmdline())[:120]}")
+    return found
+
+
+def in_a_window(tmpdir: Path, results: Path) -> subprocess.Popen[str]:
+    """`bench.run --suite tinycallgrind` as a real process, once its first window is dumped."""
     env = {**os.environ, "TMPDIR": str(tmpdir), "COLUMNS": "200",
            "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "perfpages", "bench.run", "--suite",
@@ -99,13 +155,4 @@ def interrupted(tmpdir: Path, results: Path) -> None:
             and time.monotonic() < deadline:
         time.sleep(0.2)
     assert any(tmpdir.rglob("callgrind.out.*.*")), f"no window was dumped: {proc.poll()}"
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
-    (run_dir,) = results.iterdir()
-    assert read_manifest(run_dir).status == "partial"
-    deadline = time.monotonic() + 30  # parent-death signals reach them; never a timing claim
-    while traced(tmpdir) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert traced(tmpdir) == []
+    return proc
