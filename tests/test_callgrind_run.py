@@ -80,6 +80,10 @@ def test_an_instructions_block_archives_counts_per_call(tmp_path: Path) -> None:
     assert inclusive.startswith("inclusive instructions per call)")
     first = next(ln for ln in own.splitlines() if ln.startswith("| <code>"))
     assert first.split("|")[4].strip().startswith("+")  # the spin's extra work, added
+    # PostgreSQL's: a row in the cost table, and its own functions in a table of their own
+    assert "| PostgreSQL instructions |" in text
+    pg_section = text.split("**PostgreSQL's instructions by function**", 1)[1]
+    assert pg_section.count("| <code>") >= 2 and "interpreter" not in pg_section
 
 
 @pytest.fixture
