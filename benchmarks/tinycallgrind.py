@@ -1,5 +1,6 @@
 """A tiny instructions suite for the tests: tinyhttp's subject under valgrind's callgrind, its
-/item counted over windows of a few tens of calls; "spin" does known extra work per call."""
+/item counted over windows of a few tens of calls; "spin" does known extra work per call. Each
+/item reads a row from PostgreSQL, which runs under callgrind too (`postgres=True`)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ SERVER = Path(__file__).parent / "tinyhttp" / "server.py"
 
 
 def no_data(conn: object, rows: int, seed: int) -> None:
-    """The subject reads no database; the floors still run pgbench against PostgreSQL."""
+    """The subject reads the catalog (pg_class): no data set to load."""
 
 
 def spec(b, target, work: Path, env: dict[str, str]) -> ServiceSpec:  # type: ignore[no-untyped-def]
     return ServiceSpec(name=f"tiny {b.label.name}",
-                       command=(sys.executable, str(SERVER), "{port}"), env={**b.env, **env})
+                       command=(sys.executable, str(SERVER), "{port}"),
+                       env={**b.env, **env, "TINY_DSN": target.public()})
 
 
 def item(turn: HttpTurn) -> Load:
@@ -47,7 +49,7 @@ def suite(quick: bool) -> Suite:
         blocks=(HttpBlockSpec("instructions", (HttpCase({"call": "item"}, item),),
                               title="Instructions per call",
                               instructions=Instructions(calls=20, callers=1, warmup=5,
-                                                        idle_s=1)),),
+                                                        idle_s=1, postgres=True)),),
         dataset=DataSet("none", rows=0, load=no_data),
         service=Service(spec=spec),
         rounds=2, warmup_s=0.5, window_s=1.0, floor_s=1.0, min_rounds=2, scope="test",

@@ -4,19 +4,27 @@ GET /health → 200; GET /item?id=N → 200 with a small JSON body; GET /spin �
 millisecond of Python work (something for a profiler to see); GET /fail → 500.
 TINY_DELAY_MS delays every /item (a slower "build"); TINY_ITEM_STATUS answers /item with another
 status (a build a test can tell apart); TINY_SPIN=N adds N iterations of spin()'s loop to every
-/item (known extra work per call, for instruction counts); TINY_EXIT=1 exits at start (a
-broken one).
+/item (known extra work per call, for instruction counts); TINY_DSN=postgresql://... makes
+every /item read one pg_class row there (psycopg, one connection kept for the server's life,
+as a pool would: work in PostgreSQL per call, for its instruction counts); TINY_EXIT=1 exits
+at start (a broken one).
 """
 
 import json
 import os
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 DELAY = float(os.environ.get("TINY_DELAY_MS", "0")) / 1000.0
 ITEM_STATUS = int(os.environ.get("TINY_ITEM_STATUS", "200"))
 SPIN = int(os.environ.get("TINY_SPIN", "0"))
+DSN = os.environ.get("TINY_DSN", "")
+_DB: list[Any] = []  # the one connection, opened on the first /item
+_LOCK = threading.Lock()
 
 
 def spin(n: int = 20000) -> int:
@@ -24,6 +32,17 @@ def spin(n: int = 20000) -> int:
     for i in range(n):
         total += i * i
     return total
+
+
+def read_row(path: str) -> None:
+    import psycopg  # only with TINY_DSN: the plain subject needs no driver
+
+    item = int(parse_qs(urlsplit(path).query).get("id", ["1"])[0])
+    with _LOCK:
+        if not _DB:
+            _DB.append(psycopg.connect(DSN, autocommit=True))
+        _DB[0].execute("SELECT relname FROM pg_class ORDER BY oid LIMIT 1 OFFSET %s",
+                       (item % 50,)).fetchone()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -39,6 +58,8 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(DELAY)
             if SPIN:
                 spin(SPIN)
+            if DSN:
+                read_row(self.path)
             status, body = ITEM_STATUS, json.dumps({"path": self.path}).encode()
         elif self.path == "/spin":
             status, body = 200, str(spin()).encode()

@@ -25,7 +25,8 @@ class MetricInfo:
 LATENCY_METRICS = (*PERCENTILES, "mean", "min", "max")
 # What a call costs (perfpages.run.cost; bytes from the load generator): tabled per block.
 COST_METRICS = ("cpu_ms", "pg_cpu_ms", "statements", "buffers_hit", "buffers_read",
-                "connections", "sent_bytes", "received_bytes", "instructions")
+                "connections", "sent_bytes", "received_bytes", "instructions",
+                "pg_instructions")
 
 # A transcribed summary (perfpages import) stores the min and max its source gives beside a
 # metric's median as METRIC.min and METRIC.max: shown, never judged, never taken for rounds.
@@ -57,6 +58,10 @@ _KNOWN: dict[str, MetricInfo] = {
     "instructions": MetricInfo("instructions", "instructions", "per call", False),
     # The subject's instructions per second without calls (its timers), taken off the above.
     "idle_instructions": MetricInfo("idle_instructions", "idle instructions", "/s", None),
+    # The same of every PostgreSQL server process (`Instructions(postgres=True)`).
+    "pg_instructions": MetricInfo("pg_instructions", "PostgreSQL instructions", "per call", False),
+    "pg_idle_instructions": MetricInfo("pg_idle_instructions", "PostgreSQL idle instructions",
+                                       "/s", None),
     # PostgreSQL sessions a call opens (pg_stat_database.sessions): 1 without a pool, ~0 with.
     "connections": MetricInfo("connections", "connections per call", "", False),
     # HTTP bytes per answered request (the load generator's count): shown, not judged.

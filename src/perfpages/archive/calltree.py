@@ -134,11 +134,14 @@ def short(name: str) -> str:
     return fn if base in ("", "???") else f"{fn} ({base})"
 
 
-def window_profile(run_dir: Path, block: str, label: str, params_key: str) -> Profile | None:
+def window_profile(run_dir: Path, block: str, label: str, params_key: str,
+                   part: str = "") -> Profile | None:
     """An instructions block's round-1 window of one case, every process's dump summed (the
-    files `perfpages.run.instructions` keeps); None: not archived."""
+    files `perfpages.run.instructions` keeps; `part` "pg": the PostgreSQL server's); None: not
+    archived."""
     folder = run_dir / "diagnostics" / block / path_part(label)
-    files = sorted(folder.glob(f"r1-{path_part(params_key)}.callgrind.*"))
+    kind = f"{part}.callgrind" if part else "callgrind"
+    files = sorted(folder.glob(f"r1-{path_part(params_key)}.{kind}.*"))
     if not files:
         return None
     total = Profile()

@@ -9,6 +9,13 @@ the instructions every process's dump counts, divided by the calls, is the windo
 `instructions` per call. `--collect-atstart=no` would not do: `callgrind_control` cannot switch
 collection on (measured: every dump counted 0). Calls are sent closed loop, each caller sending
 its next when its last is answered, so a window is a number of calls, never seconds.
+
+With `Instructions(postgres=True)` the label's PostgreSQL server runs under callgrind as well
+(`server_command`) and every window switches, zeroes and dumps its processes too: the postmaster
+and its forks (backends, background workers), found as its children since each sets up its own
+session. `--trace-children=yes` even so: without it a forked child disables its gdbserver and
+callgrind_control cannot reach it (measured). callgrind_control runs as the server's user:
+vgdb run as root waits forever on another user's valgrind it invokes through ptrace (measured).
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -63,6 +72,15 @@ def traced(service: Service, out_dir: Path) -> Service:
                    service.log_path, service.cpus)
 
 
+def server_command(out_dir: Path) -> tuple[str, ...]:
+    """What the PostgreSQL server's command runs under to be counted (`out_dir`: the server's
+    user can write it). Valgrind's own temporary files go there too: the run's TMPDIR may be
+    closed to that user."""
+    return ("env", f"TMPDIR={out_dir}", "valgrind", "--tool=callgrind", "--trace-children=yes",
+            "--instr-atstart=no", f"--vgdb-prefix={out_dir}/vgdb",
+            f"--callgrind-out-file={out_dir}/{OUT}.%p")
+
+
 def estimate_s(spec: Instructions, cases: int) -> float:
     """Seconds one label's turn of `cases` cases takes, counted from its calls."""
     calls = cases * (spec.calls + spec.warmup)
@@ -85,23 +103,107 @@ def group(pgid: int) -> list[int]:
     return sorted(found)
 
 
-def control(pids: list[int], *args: str) -> None:
+def tree(pid: int) -> list[int]:
+    """A process and its children (PostgreSQL's postmaster and its forks)."""
+    found = [pid]
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class Traced:
+    """Processes under callgrind counted together: how to find them, where they write, and
+    how callgrind_control reaches them (as `user`, with valgrind's `--vgdb-prefix`)."""
+
+    pids: Callable[[], list[int]]
+    out_dir: Path
+    user: str | None = None
+    prefix: str | None = None
+    name: str = "the subject"
+
+    def control(self, *args: str, pids: list[int] | None = None) -> list[int]:
+        """The processes reached: a server's connection that ended meanwhile is not."""
+        found = self.pids() if pids is None else pids
+        if not found:
+            raise PerfpagesError(f"{self.name} has no process left to count",
+                                 key="instructions", fix=f"read {self.name}'s log")
+        if not self.prefix:
+            control(found, *args, user=self.user)
+            return found
+        # vgdb itself, one per pid, all at once (each wakes its process through ptrace: some
+        # 0.3 s): callgrind_control skips a process whose command line is no longer valgrind's
+        # (a backend's, retitled), and asks one process after the other
+        command = {"--instr=on": ["instrumentation", "on"], "--zero": ["zero"],
+                   "--instr=off": ["instrumentation", "off"]}.get(args[0])
+        command = command or ["dump", args[0].partition("=")[2]]
+        running = {pid: subprocess.Popen(
+            ["vgdb", f"--vgdb-prefix={self.prefix}", f"--pid={pid}", *command], user=self.user,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True) for pid in found}
+        reached, failed = [], ""
+        for pid, proc in running.items():
+            try:
+                out = proc.communicate(timeout=CONTROL_S)[0]
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out = proc.communicate()[0] + f"vgdb error: no answer in {CONTROL_S:g} s"
+            errors = [ln for ln in out.splitlines() if "error" in ln.lower()]
+            if proc.returncode == 0 and not errors:
+                reached.append(pid)
+            elif Path(f"/proc/{pid}").exists():  # one that ended meanwhile is not an error
+                failed = failed or f"{pid}: {(errors or [out.strip()])[-1][:200]}"
+        if failed:
+            raise PerfpagesError(f"vgdb {' '.join(command)} failed for {self.name}'s process "
+                                 f"{failed}", key="instructions", fix="read the server log")
+        return reached
+
+
+def server(pid: int, out_dir: Path, user: str | None) -> Traced:
+    """The PostgreSQL server whose postmaster is `pid`, run under `server_command(out_dir)`:
+    its processes callgrind_control can reach (a connection's backend that has just ended, or
+    just started, is not yet or no more among them)."""
+    prefix = f"{out_dir}/vgdb"
+
+    def pids() -> list[int]:
+        try:
+            listed = subprocess.run(["vgdb", f"--vgdb-prefix={prefix}", "-l"], user=user,
+                                    capture_output=True, text=True, timeout=CONTROL_S,
+                                    stdin=subprocess.DEVNULL).stdout
+        except subprocess.TimeoutExpired:
+            listed = ""
+        reachable = {int(m) for m in re.findall(r"--pid=(\d+)", listed)}
+        return [p for p in tree(pid) if p in reachable]
+
+    return Traced(pids, out_dir, user, prefix, "PostgreSQL")
+
+
+def control(pids: list[int], *args: str, user: str | None = None) -> None:
     """One callgrind_control command to these processes (never to every callgrind run on the
     machine, which is what no pid would mean)."""
     if not pids:
         raise PerfpagesError("the subject has no process left to count", key="instructions",
                              fix="read the subject's log")
+    program = "callgrind_control"
     try:
-        done = subprocess.run(["callgrind_control", *args, *map(str, pids)],
+        done = subprocess.run([program, *args, *map(str, pids)],
                               capture_output=True, text=True, timeout=CONTROL_S,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, user=user)
     except subprocess.TimeoutExpired:
-        raise PerfpagesError(f"callgrind_control {' '.join(args)} did not answer in "
+        raise PerfpagesError(f"{program} {' '.join(args)} did not answer in "
                              f"{CONTROL_S:g} s", key="instructions",
                              fix="read the subject's log") from None
-    if done.returncode != 0:
-        raise PerfpagesError(f"callgrind_control {' '.join(args)} failed: "
-                             f"{(done.stderr or done.stdout).strip()[:200]}",
+    # It answers 0 even when vgdb could not reach a process: its output says so.
+    failed = [ln for ln in (done.stdout + done.stderr).splitlines() if "error" in ln.lower()]
+    if done.returncode != 0 or failed:
+        raise PerfpagesError(f"{program} {' '.join(args)} failed: "
+                             f"{(failed[0] if failed else done.stderr or done.stdout)[:200]}",
                              key="instructions", fix="read the subject's log")
 
 
@@ -166,6 +268,7 @@ class Count:
     duration_s: float
     files: tuple[Path, ...]
     idle_per_s: float = 0.0
+    pg: Count | None = None  # the PostgreSQL server's count over the same window
 
     @property
     def per_call(self) -> float:
@@ -173,42 +276,53 @@ class Count:
         return max(self.instructions - self.idle_per_s * self.duration_s, 0.0) / self.calls
 
 
-def window(pgid: int, out_dir: Path, load: Load, spec: Instructions, seed: int) -> Count:
-    """One counted window of the subject whose process group is `pgid`."""
-    pids = group(pgid)
-    control(pids, "--instr=on")
+def window(pgid: int, out_dir: Path, load: Load, spec: Instructions, seed: int,
+           pg: Traced | None = None) -> Count:
+    """One counted window of the subject whose process group is `pgid` (and of the server
+    `pg` over the same calls, when given)."""
+    parties = [Traced(lambda: group(pgid), out_dir), *([pg] if pg else [])]
+    for party in parties:
+        party.control("--instr=on")
     try:
         if spec.warmup:
             asyncio.run(send(load, spec.warmup, spec.callers, seed + 1))
-        pids = group(pgid)  # a worker forked meanwhile is counted too
-        control(pids, "--zero")
-        before = dumps(out_dir)
+        pids = [p.pids() for p in parties]  # a worker forked meanwhile is counted too
+        for party, found in zip(parties, pids, strict=True):
+            party.control("--zero", pids=found)
+        before = [dumps(p.out_dir) for p in parties]
         start = time.monotonic()
         sent, failed = asyncio.run(send(load, spec.calls, spec.callers, seed))
         duration = time.monotonic() - start
-        control(pids, "--dump=perfpages")
-        new = _wait_dumps(out_dir, before, pids)
-        idle = _idle(pids, out_dir, spec.idle_s) if spec.idle_s else 0.0
+        pids = [p.control("--dump=perfpages", pids=f) for p, f in zip(parties, pids,
+                                                                       strict=True)]
+        new = [_wait_dumps(p.out_dir, b, f) for p, b, f in zip(parties, before, pids,
+                                                                strict=True)]
+        idle = _idle(parties, pids, spec.idle_s) if spec.idle_s else [0.0] * len(parties)
     finally:
-        if group(pgid):
-            control(group(pgid), "--instr=off")
-    return Count(sent, failed, sum(totals(p) for p in new), duration, tuple(sorted(new)),
-                 idle)
+        for party in parties:
+            if party.pids():
+                party.control("--instr=off")
+    counts = [Count(sent, failed, sum(totals(p) for p in files), duration, tuple(sorted(files)),
+                    rate) for files, rate in zip(new, idle, strict=True)]
+    return replace(counts[0], pg=counts[1] if pg else None)
 
 
-def _idle(pids: list[int], out_dir: Path, seconds: float) -> float:
-    """The subject's instructions per second with no call in flight (its dumps deleted)."""
-    control(pids, "--zero")
-    before = dumps(out_dir)
+def _idle(parties: list[Traced], pids: list[list[int]], seconds: float) -> list[float]:
+    """Each party's instructions per second with no call in flight (its dumps deleted)."""
+    for party, found in zip(parties, pids, strict=True):
+        party.control("--zero", pids=found)
+    before = [dumps(p.out_dir) for p in parties]
     start = time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - start
-    control(pids, "--dump=perfpages-idle")
-    new = _wait_dumps(out_dir, before, pids)
-    counted = sum(totals(p) for p in new)
-    for path in new:
-        path.unlink(missing_ok=True)
-    return counted / elapsed
+    rates = []
+    for party, found, seen in zip(parties, pids, before, strict=True):
+        reached = party.control("--dump=perfpages-idle", pids=found)
+        new = _wait_dumps(party.out_dir, seen, reached)
+        rates.append(sum(totals(p) for p in new) / elapsed)
+        for path in new:
+            path.unlink(missing_ok=True)
+    return rates
 
 
 def _wait_dumps(out_dir: Path, before: set[Path], pids: list[int]) -> set[Path]:

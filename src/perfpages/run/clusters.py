@@ -155,9 +155,13 @@ class Clusters:
                 other.stop()
         return server
 
-    def start(self, suite: Suite, b: Build) -> Server:
-        """The server of this build, running with the label's settings, data set loaded."""
+    def start(self, suite: Suite, b: Build, wrap: tuple[str, ...] = ()) -> Server:
+        """The server of this build, running with the label's settings, data set loaded;
+        under `wrap` (an embedded server: restarted if it runs under another)."""
         server = self.server_for(b)
+        if isinstance(server, EmbeddedServer) and server.wrap != wrap:
+            server.stop()
+            server.wrap = wrap
         started = time.monotonic()
         template = self.template(suite, b, server)
         if template and template.is_dir() and b.pg_bin not in self.prepared:

@@ -77,12 +77,12 @@ class HttpBlocks:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        # label -> the server address its `prepare` was given: a subject's stored configuration
-        # may name it, so a label moving between the server and the delay proxy is prepared again
+        # label -> the server address its `prepare` was given (stored configuration may name it)
         self.prepared: dict[str, tuple[str, int]] = {}
         self._workdir: Path | None = None
         self.warm = False  # this block keeps its subjects up across its rounds
         self.counted = False  # this block's subjects run under callgrind
+        self.pg_wrap: tuple[str, ...] = ()  # what its PostgreSQL server runs under (callgrind)
         self.each = False  # this block settles before every window (paired under `pairs`)
         # (label, env, delayed) -> its subject kept up, and the server it is connected to
         self.running: dict[tuple[str, str, bool], tuple[Service, Server]] = {}
@@ -103,12 +103,13 @@ class HttpBlocks:
         """Before a block's first round: method v2 keeps its subjects up if it can."""
         self.close_block()
         self.counted = block.instructions is not None and callgrind.check()
+        self.pg_wrap = instructions.server_wrap(self.session, block) if self.counted else ()
         self.warm = method.rule is not None and not restart_reason(builds)
         self.each = settles_each(method, self.unpaired(block, builds))
 
     def close_block(self) -> None:
         """After a block, and on the way out whatever happened: every subject kept is stopped."""
-        running, self.running, self.warm = self.running, {}, False
+        running, self.running, self.warm, self.pg_wrap = self.running, {}, False, ()
         self.idle.forget()
         self.capacities.clear()
         for service, _ in running.values():
@@ -150,7 +151,7 @@ class HttpBlocks:
         delay proxy (its store and its data alike, as a deployment across a network would)."""
         assert suite.service is not None
         clusters = self.session.clusters
-        server = clusters.start(suite, b)
+        server = clusters.start(suite, b, self.pg_wrap)
         target = server.target.with_db(clusters.db(suite, server))
         if delayed:
             target = self.session.delayed(target)
@@ -338,11 +339,10 @@ class HttpBlocks:
         """Cost per call for perfpages' own engine (locust's windows are its own)."""
         if block.engine == "locust" or service.process is None:
             return None
-        clusters = self.session.clusters
-        admin = clusters.admin_db(server)
+        admin = self.session.clusters.admin_db(server)
         stats = (lambda: server.target.connect(admin)) if self.session.diagnostics_ok else None
         return cost.Meter(service.process.pid, server.pid, stats,
-                          clusters.db(suite, server), admin)
+                          self.session.clusters.db(suite, server), admin)
 
     @staticmethod
     def _load(case: HttpCase, turn: HttpTurn) -> Load:

@@ -61,12 +61,15 @@ class Instructions:
     own A/A spread). `idle_s`: after each window, the subject's instructions over this many
     seconds without calls (its timers: a gunicorn worker's and master's once-a-second loops)
     give a rate per second, taken off the window's count for its duration (0: not measured),
-    since a window's duration follows the machine's speed."""
+    since a window's duration follows the machine's speed. `postgres=True`: the label's
+    PostgreSQL server runs under callgrind too, and each window also counts every server
+    process (postmaster, backends, background workers) as `pg_instructions` per call."""
 
     calls: int = 300
     callers: int = 1
     warmup: int = 20
     idle_s: float = 5.0
+    postgres: bool = False
 
     def __post_init__(self) -> None:
         if (self.calls < 1 or self.callers < 1 or self.warmup < 0 or self.callers > self.calls
@@ -77,7 +80,7 @@ class Instructions:
                                  "warmup >= 0 and idle_s from 0 to 600")
 
 
-INSTRUCTION_METRICS = ("instructions",)
+INSTRUCTION_METRICS = ("instructions", "pg_instructions")
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,9 @@ class HttpBlockSpec:
             raise PerfpagesError(f"block {self.name!r} counts instructions, which cannot take "
                                  f"{other}", key=f"blocks.{self.name}.instructions",
                                  fix=f"drop {other} or instructions=")
-        metrics = tuple(m for m in self.metrics if m in INSTRUCTION_METRICS)
-        object.__setattr__(self, "metrics", metrics or INSTRUCTION_METRICS)
+        counted = INSTRUCTION_METRICS if spec.postgres else INSTRUCTION_METRICS[:1]
+        metrics = tuple(m for m in self.metrics if m in counted)
+        object.__setattr__(self, "metrics", metrics or counted)
         object.__setattr__(self, "cases", tuple(
             replace(c, params={**c.params, "calls": spec.calls, "callers": spec.callers})
             for c in self.cases))

@@ -50,7 +50,7 @@ def _as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def _server_user() -> str | None:
+def server_user() -> str | None:
     if not _as_root():
         return None
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on import
@@ -168,7 +168,7 @@ class EmbeddedServer(Server):
 
     def __init__(self, bin_dir: Path, dbname: str = "postgres") -> None:
         self.bin = bin_dir
-        self.user = _server_user()
+        self.user = server_user()
         if self.user:  # the server user must traverse to the binaries (execute bit only)
             for parent in bin_dir.parents:
                 mode = parent.stat().st_mode
@@ -181,6 +181,7 @@ class EmbeddedServer(Server):
         self.settings: dict[str, str] | None = None
         self.target = Target("127.0.0.1", 0, "postgres", dbname)
         self.cpus: tuple[int, ...] = ()  # the run's placement: every backend inherits it
+        self.wrap: tuple[str, ...] = ()  # what the server runs under (callgrind.server_command)
 
     @property
     def pid(self) -> int | None:
@@ -248,7 +249,7 @@ class EmbeddedServer(Server):
             self._init()
         assert self.data is not None
         self.port = free_port()
-        argv = [str(self.bin / "postgres"), "-D", str(self.data), "-h", "127.0.0.1",
+        argv = [*self.wrap, str(self.bin / "postgres"), "-D", str(self.data), "-h", "127.0.0.1",
                 "-p", str(self.port), "-k", str(self.data)]
         for name, value in wanted.items():
             argv += ["-c", f"{name}={value}"]

@@ -59,6 +59,8 @@ def why(pins: Pins, base: str, head: str, *, block: str, run: str | None = None,
                f"{escape.md(head)}):" + changes_table(diff, top))
     if "instructions" in manifest.blocks[block].metrics:
         out.append(_functions(loaded, alias, block, base, head, top))
+    if "pg_instructions" in manifest.blocks[block].metrics:
+        out.append(_functions(loaded, alias, block, base, head, min(top, 5), "pg"))
     if profile is not None:
         out.append(_flames(loaded.path, alias, profile, base, head, top))
     return "\n\n" + "\n\n".join(part.strip("\n") for part in out) + "\n\n"
@@ -124,31 +126,38 @@ def _flames(run_dir: Path, alias: str, block: str, base: str, head: str, top: in
     return "\n".join(lines)
 
 
-def _per_call(loaded: Loaded, block: str, label: str) -> tuple[calltree.Profile, int] | None:
-    """A label's round-1 profiles over the block's cases, summed, and the calls they counted."""
+def _per_call(loaded: Loaded, block: str, label: str,
+              part: str = "") -> tuple[calltree.Profile, int] | None:
+    """A label's round-1 profiles over the block's cases, summed, and the calls they counted
+    (`part` "pg": its PostgreSQL server's)."""
     merged, calls = calltree.Profile(), 0
     for rec in loaded.cells:
         if rec.block == block and rec.label == label and rec.metric == "instructions":
-            found = calltree.window_profile(loaded.path, block, label, rec.parameters)
+            found = calltree.window_profile(loaded.path, block, label, rec.parameters, part)
             if found is not None:
                 merged.add(found)
                 calls += int(rec.params.get("calls", 0))
     return (merged, calls) if calls else None
 
 
-def _functions(loaded: Loaded, alias: str, block: str, base: str, head: str, top: int) -> str:
-    """The functions whose own and inclusive instructions per call changed most."""
-    profiles = {name: _per_call(loaded, block, name) for name in (base, head)}
+def _functions(loaded: Loaded, alias: str, block: str, base: str, head: str, top: int,
+               part: str = "") -> str:
+    """The functions whose own and inclusive instructions per call changed most (`part` "pg":
+    PostgreSQL's, every server process summed)."""
+    profiles = {name: _per_call(loaded, block, name, part) for name in (base, head)}
     missing = [name for name, p in profiles.items() if p is None]
+    title = "PostgreSQL's instructions by function" if part else "Instructions by function"
     if missing:
-        return (f"**Instructions by function**: run {escape.md(alias)} kept no callgrind "
+        return (f"**{title}**: run {escape.md(alias)} kept no callgrind "
                 f"profiles for {escape.md(', '.join(missing))} in block {escape.md(block)}.")
     (a, na), (b, nb) = (p for p in profiles.values() if p is not None)
-    parts = [f"**Instructions by function** ({escape.md(base)} → {escape.md(head)}, round 1's "
-             "callgrind profiles, per call over the block's cases): callgrind counts machine "
-             "instructions, so Python code shows as the interpreter's C functions "
-             "(`_PyEval_EvalFrameDefault` and the like); the flame graph difference stays the "
-             "view for Python functions."]
+    what = ("every server process summed (postmaster, backends, background workers), "
+            "PostgreSQL's own C functions." if part else
+            "callgrind counts machine instructions, so Python code shows as the interpreter's "
+            "C functions (`_PyEval_EvalFrameDefault` and the like); the flame graph difference "
+            "stays the view for Python functions.")
+    parts = [f"**{title}** ({escape.md(base)} → {escape.md(head)}, round 1's callgrind "
+             f"profiles, per call over the block's cases): {what}"]
     for kind, title in (("own", "own instructions per call"),
                         ("inclusive", "inclusive instructions per call")):
         before, after = getattr(a, kind), getattr(b, kind)
