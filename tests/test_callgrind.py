@@ -39,7 +39,11 @@ def test_one_caller_counts_repeat_and_extra_work_shows(tmp_path: Path) -> None:
     assert (first.calls, first.failed, len(first.files)) == (30, 0, 1)
     assert first.instructions > 0 and first.idle_per_s >= 0
     assert first.per_call <= first.instructions / first.calls  # net of the idle rate
-    assert abs(second.per_call / first.per_call - 1) < 0.005
+    # A count repeats where a time does not: quiet, two windows agree to 0.02 %; what the idle
+    # correction leaves on a machine at load 5 passed 0.5 % once (the window's duration
+    # follows the load), so the bound is 2 %, still far below the tens of percent a
+    # wall-clock measure moves here.
+    assert abs(second.per_call / first.per_call - 1) < 0.02
     # 5,000 more iterations of a Python loop per call: tens of instructions each
     (spun,) = counted(tmp_path / "spin", {"TINY_SPIN": "5000"}, 1, spec)
     assert spun.per_call - first.per_call > 5000 * 20
