@@ -185,7 +185,8 @@ def block_metrics(manifest: Manifest, block: str, present: set[str]) -> list[str
 INSTRUCTIONS_NOTE = (
     "Instructions per call count the work the subject's processes executed under valgrind's "
     "callgrind, which the machine's speed cannot move; they are not time: waits, round trips "
-    "to PostgreSQL, locks, I/O, cache misses and PostgreSQL's own work are not in them. Read "
-    "them beside the same labels' wall-clock metrics (throughput, latency, CPU per call), "
-    "never instead of them (the method: instructions per call)")
+    "to PostgreSQL, locks, I/O and cache misses are not in them, nor is PostgreSQL's own work "
+    "unless the block counts it (pg_instructions). Read them beside the same labels' "
+    "wall-clock metrics (throughput, latency, CPU per call), never instead of them (the "
+    "method: instructions per call)")
 
