@@ -87,8 +87,9 @@ def estimate_s(spec: Instructions, cases: int) -> float:
     return START_ESTIMATE_S + calls * SECONDS_PER_CALL / spec.callers + cases * spec.idle_s
 
 
-def group(pgid: int) -> list[int]:
-    """The processes of the subject's group (valgrind runs each in its own pid)."""
+def _live() -> list[tuple[int, list[str]]]:
+    """Every live process's pid and its /proc stat fields after the name (state, ppid, pgrp,
+    …); zombies and processes gone meanwhile left out."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -98,23 +99,19 @@ def group(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
+        if len(fields) > 2 and fields[0] != "Z":
+            found.append((int(entry.name), fields))
+    return found
+
+
+def group(pgid: int) -> list[int]:
+    """The processes of the subject's group (valgrind runs each in its own pid)."""
+    return sorted(pid for pid, fields in _live() if int(fields[2]) == pgid)
 
 
 def tree(pid: int) -> list[int]:
     """A process and its children (PostgreSQL's postmaster and its forks)."""
-    found = [pid]
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
+    return sorted([pid, *(child for child, fields in _live() if int(fields[1]) == pid)])
 
 
 @dataclass(frozen=True)
